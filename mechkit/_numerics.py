@@ -1,0 +1,461 @@
+"""Numba primitives shared by every generated family module.
+
+Everything here is ``@njit(cache=True, error_model="numpy")``.  Family-specific kernels (log-densities, the privacy loss, ...)
+are passed in as first-class jitted functions with the signature ``f(x, theta) -> float``; Numba compiles
+one specialisation per kernel and caches it on disk, so a second process pays no compile time.
+"""
+import math
+
+import numpy as np
+from numba import njit, types
+
+# Kernels are passed as first-class functions of this type.  Engine functions carry explicit signatures so
+# their cache key is structural: one compiled engine serves every family, in every process.
+f8 = types.float64
+A1 = types.float64[::1]
+KT = types.FunctionType(f8(f8, A1))
+KERNEL_SIGNATURE = "float64(float64, float64[::1])"
+
+LOG2 = math.log(2.0)
+LOG_SQRT_PI = 0.5 * math.log(math.pi)
+NEG_INF = -np.inf
+
+
+# ----------------------------------------------------------------------------------------------------
+# stable scalar helpers (used by generated code)
+
+
+@njit(cache=True, error_model="numpy")
+def lae(a, b):
+    """log(exp(a) + exp(b)), exact for -inf arguments."""
+    if a == -np.inf:
+        return b
+    if b == -np.inf:
+        return a
+    if a > b:
+        return a + math.log1p(math.exp(b - a))
+    return b + math.log1p(math.exp(a - b))
+
+
+@njit(cache=True, error_model="numpy")
+def log1mexp(x):
+    """log(1 - exp(x)) for x <= 0 (Maechler's switch); nan for x > 0."""
+    if x > 0.0:
+        return np.nan
+    if x > -0.6931471805599453:
+        return math.log(-math.expm1(x))
+    return math.log1p(-math.exp(x))
+
+
+@njit(cache=True, error_model="numpy")
+def log_erfc(z):
+    """log(erfc(z)) without underflow for large z."""
+    if z < 20.0:
+        return math.log(math.erfc(z))
+    # asymptotic series: erfc(z) = exp(-z^2)/(z sqrt(pi)) * sum_k (-1)^k (2k-1)!! / (2 z^2)^k
+    iz2 = 1.0 / (2.0 * z * z)
+    term = 1.0
+    s = 1.0
+    for k in range(1, 12):
+        term *= -(2 * k - 1) * iz2
+        s += term
+    return -z * z - math.log(z) - LOG_SQRT_PI + math.log(s)
+
+
+@njit(cache=True, error_model="numpy")
+def log_ndtr(z):
+    """log Phi(z)."""
+    return log_erfc(-z / math.sqrt(2.0)) - LOG2
+
+
+@njit(cache=True, error_model="numpy")
+def softplus(u):
+    """log(1 + exp(u))."""
+    if u > 35.0:
+        return u + math.exp(-u)
+    if u < -35.0:
+        return math.exp(u)
+    return math.log1p(math.exp(u))
+
+
+@njit(cache=True, error_model="numpy")
+def safe_log(u):
+    """log(u) with log(0) = -inf and nan for u < 0 (never raises inside kernels)."""
+    if u > 0.0:
+        return math.log(u)
+    if u == 0.0:
+        return -np.inf
+    return np.nan
+
+
+@njit(cache=True, error_model="numpy")
+def sgn(u):
+    if u > 0.0:
+        return 1.0
+    if u < 0.0:
+        return -1.0
+    return 0.0
+
+
+# ----------------------------------------------------------------------------------------------------
+# vectorisation
+
+
+@njit(A1(KT, A1, A1), cache=True, error_model="numpy")
+def vmap(f, xs, theta):
+    out = np.empty(xs.shape[0])
+    for i in range(xs.shape[0]):
+        out[i] = f(xs[i], theta)
+    return out
+
+
+@njit(f8(KT, A1), cache=True, error_model="numpy")
+def cmap(f, theta):
+    """Evaluate a parameter-only expression f(0.0, theta)."""
+    return f(0.0, theta)
+
+
+# ----------------------------------------------------------------------------------------------------
+# inverse of a monotone function on (a, b)
+
+
+@njit(types.UniTuple(f8, 2)(KT, f8, f8, f8, types.boolean, A1), cache=True, error_model="numpy")
+def _bracket_end(f, s, a, b, increasing, theta):
+    """Replace infinite ends of (a, b) by finite points that bracket f(x) = s (f monotone)."""
+    lo = a
+    hi = b
+    if lo == -np.inf:
+        start = -1.0 if hi == np.inf else min(hi - 1.0, -1.0)
+        step = 1.0
+        lo = start
+        for _ in range(2100):
+            v = f(lo, theta)
+            if (increasing and v <= s) or ((not increasing) and v >= s):
+                break
+            step *= 2.0
+            lo = start - step
+    if hi == np.inf:
+        start = 1.0 if lo == -np.inf else max(lo + 1.0, 1.0)
+        step = 1.0
+        hi = start
+        for _ in range(2100):
+            v = f(hi, theta)
+            if (increasing and v >= s) or ((not increasing) and v <= s):
+                break
+            step *= 2.0
+            hi = start + step
+    return lo, hi
+
+
+@njit(f8(KT, f8, f8, f8, types.boolean, A1), cache=True, error_model="numpy")
+def invert_monotone(f, s, a, b, increasing, theta):
+    """x in [a, b] with f(x) = s for monotone f, by bracketed bisection polished to full precision.
+
+    ``s`` must lie in the open range of f on (a, b); the result is clipped to [a, b].
+    """
+    lo, hi = _bracket_end(f, s, a, b, increasing, theta)
+    for _ in range(2200):
+        mid = 0.5 * (lo + hi)
+        if not (lo < mid < hi):
+            break
+        v = f(mid, theta)
+        if v != v:
+            break
+        if (v < s) == increasing:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+@njit(A1(KT, A1, f8, f8, types.boolean, A1), cache=True, error_model="numpy")
+def invert_many(f, ss, a, b, increasing, theta):
+    out = np.empty(ss.shape[0])
+    for i in range(ss.shape[0]):
+        out[i] = invert_monotone(f, ss[i], a, b, increasing, theta)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------
+# adaptive Gauss-Kronrod (21 point) on a mapped axis
+
+
+_XGK = np.array([
+    0.995657163025808080735527280689003, 0.973906528517171720077964012084452,
+    0.930157491355708226001207180059508, 0.865063366688984510732096688423493,
+    0.780817726586416897063717578345042, 0.679409568299024406234327365114874,
+    0.562757134668604683339000099272694, 0.433395394129247190799265943165784,
+    0.294392862701460198131126603103866, 0.148874338981631210884826001129720,
+    0.0])
+_WGK = np.array([
+    0.011694638867371874278064396062192, 0.032558162307964727478818972459390,
+    0.054755896574351996031381300244580, 0.075039674810919952767043140916190,
+    0.093125454583697605535065465083366, 0.109387158802297641899210590325805,
+    0.123491976262065851077600501689580, 0.134709217311473325928054001771707,
+    0.142775938577060080797094273138717, 0.147739104901338491374841515972068,
+    0.149445554002916905664936468389821])
+_WG = np.array([
+    0.066671344308688137593568809893332, 0.149451349150580593145776339657697,
+    0.219086362515982043995534934228163, 0.269266719309996355091226921569469,
+    0.295524224714752870173892994651338])
+
+
+@njit(cache=True, error_model="numpy")
+def _u_of_x(x, c, w):
+    """Inverse of x = c + w * u / (1 - u^2), u in (-1, 1)."""
+    if x == np.inf:
+        return 1.0
+    if x == -np.inf:
+        return -1.0
+    y = (x - c) / w
+    if y == 0.0:
+        return 0.0
+    return 2.0 * y / (1.0 + math.sqrt(1.0 + 4.0 * y * y))
+
+
+@njit(types.void(types.int64, KT, KT, KT, f8, f8, f8, f8, f8, f8, types.int64, A1, A1), cache=True, error_model="numpy")
+def _integrand(mode, f1, f2, f3, u, c, w, t, shift, mu, nmom, theta, out):
+    """Fill out[0..nmom] with the mapped integrand at u.
+
+    mode 0: exp((1+t) f1 - t f2 - shift) * (f3 - mu)^j       (tilted moments of the loss f3)
+    mode 1: exp(f1 - shift)                                    (mass of a log-density)
+    mode 2: exp(f1 - shift) * (-expm1(t - f3))_+                 (hockey-stick integrand, t = epsilon)
+    """
+    one_m = 1.0 - u * u
+    x = c + w * u / one_m
+    jac = w * (1.0 + u * u) / (one_m * one_m)
+    for j in range(nmom + 1):
+        out[j] = 0.0
+    if not (math.isfinite(x) and math.isfinite(jac)):
+        return
+    if mode == 0:
+        lp = f1(x, theta)
+        if lp == -np.inf:
+            return
+        if t == 0.0:
+            lg = lp
+        elif t == -1.0:
+            lg = f2(x, theta)
+        else:
+            lg = (1.0 + t) * lp - t * f2(x, theta)
+        v = math.exp(lg - shift) * jac
+        if v == 0.0 or v != v:
+            return
+        d = f3(x, theta) - mu
+        p = 1.0
+        for j in range(nmom + 1):
+            out[j] = v * p
+            p *= d
+    elif mode == 1:
+        v = math.exp(f1(x, theta) - shift) * jac
+        if v == v:
+            out[0] = v
+    else:
+        loss = f3(x, theta)
+        if loss > t:
+            v = math.exp(f1(x, theta) - shift) * jac * (-math.expm1(t - loss))
+            if v == v:
+                out[0] = v
+
+
+@njit(types.void(types.int64, KT, KT, KT, f8, f8, f8, f8, f8, f8, f8, types.int64, A1, A1, A1, A1, A1), cache=True, error_model="numpy")
+def _gk_interval(mode, f1, f2, f3, u0, u1, c, w, t, shift, mu, nmom, theta, res, err, absres, buf):
+    half = 0.5 * (u1 - u0)
+    ctr = 0.5 * (u1 + u0)
+    for j in range(nmom + 1):
+        res[j] = 0.0
+        err[j] = 0.0
+        absres[j] = 0.0
+    gauss = np.zeros(nmom + 1)
+    _integrand(mode, f1, f2, f3, ctr, c, w, t, shift, mu, nmom, theta, buf)
+    for j in range(nmom + 1):
+        res[j] += _WGK[10] * buf[j]
+        absres[j] += _WGK[10] * abs(buf[j])
+    for k in range(10):
+        dx = half * _XGK[k]
+        for sgn_ in (-1.0, 1.0):
+            _integrand(mode, f1, f2, f3, ctr + sgn_ * dx, c, w, t, shift, mu, nmom, theta, buf)
+            for j in range(nmom + 1):
+                res[j] += _WGK[k] * buf[j]
+                absres[j] += _WGK[k] * abs(buf[j])
+                if k % 2 == 1:
+                    gauss[j] += _WG[k // 2] * buf[j]
+    for j in range(nmom + 1):
+        res[j] *= half
+        absres[j] *= half
+        err[j] = abs(res[j] - gauss[j] * half)
+
+
+@njit(types.Tuple((A1, A1))(types.int64, KT, KT, KT, f8, f8, f8, f8, f8, f8, f8, types.int64, A1, f8, types.int64), cache=True, error_model="numpy")
+def gk_integrate(mode, f1, f2, f3, a, b, c, w, t, shift, mu, nmom, theta, rtol, nsplit):
+    """Adaptive GK21 integral over x in [a, b] (ends may be infinite) in the mapped variable u.
+
+    The map x = c + w u/(1-u^2) puts the bulk of the integrand (centre c, width w) at u ~ 0.
+    Returns (integrals[0..nmom], estimated absolute errors[0..nmom]).
+    """
+    ua = _u_of_x(a, c, w)
+    ub = _u_of_x(b, c, w)
+    m = nmom + 1
+    cap = 6000
+    lo = np.empty(cap)
+    hi = np.empty(cap)
+    vals = np.empty((cap, m))
+    errs = np.empty((cap, m))
+    absv = np.empty((cap, m))
+    buf = np.empty(m)
+    res = np.empty(m)
+    err = np.empty(m)
+    ab = np.empty(m)
+    n = 0
+    if not (ub > ua):
+        return np.zeros(m), np.zeros(m)
+    for i in range(nsplit):
+        x0 = ua + (ub - ua) * i / nsplit
+        x1 = ua + (ub - ua) * (i + 1) / nsplit
+        _gk_interval(mode, f1, f2, f3, x0, x1, c, w, t, shift, mu, nmom, theta, res, err, ab, buf)
+        lo[n] = x0
+        hi[n] = x1
+        vals[n, :] = res
+        errs[n, :] = err
+        absv[n, :] = ab
+        n += 1
+    for it in range(cap):
+        tot = np.zeros(m)
+        tot_err = np.zeros(m)
+        tot_abs = np.zeros(m)
+        for i in range(n):
+            for j in range(m):
+                tot[j] += vals[i, j]
+                tot_err[j] += errs[i, j]
+                tot_abs[j] += absv[i, j]
+        ok = True
+        for j in range(m):
+            if tot_err[j] > rtol * tot_abs[j] + 1e-300:
+                ok = False
+        if ok or n + 1 >= cap:
+            return tot, tot_err
+        # split the interval with the largest relative contribution to the error
+        best = 0
+        best_score = -1.0
+        for i in range(n):
+            sc = 0.0
+            for j in range(m):
+                denom = tot_abs[j] + 1e-300
+                r = errs[i, j] / denom
+                if r > sc:
+                    sc = r
+            if sc > best_score:
+                best_score = sc
+                best = i
+        a0 = lo[best]
+        b0 = hi[best]
+        mid = 0.5 * (a0 + b0)
+        if not (a0 < mid < b0):
+            return tot, tot_err
+        _gk_interval(mode, f1, f2, f3, a0, mid, c, w, t, shift, mu, nmom, theta, res, err, ab, buf)
+        hi[best] = mid
+        vals[best, :] = res
+        errs[best, :] = err
+        absv[best, :] = ab
+        _gk_interval(mode, f1, f2, f3, mid, b0, c, w, t, shift, mu, nmom, theta, res, err, ab, buf)
+        lo[n] = mid
+        hi[n] = b0
+        vals[n, :] = res
+        errs[n, :] = err
+        absv[n, :] = ab
+        n += 1
+    return np.zeros(m), np.zeros(m)
+
+
+@njit(f8(types.int64, KT, KT, f8, f8, A1), cache=True, error_model="numpy")
+def _gval(mode, f1, f2, x, t, theta):
+    if mode == 0 and t != 0.0:
+        return (1.0 + t) * f1(x, theta) - t * f2(x, theta)
+    return f1(x, theta)
+
+
+@njit(types.UniTuple(f8, 3)(types.int64, KT, KT, f8, f8, f8, A1), cache=True, error_model="numpy")
+def peak_scan(mode, f1, f2, a, b, t, theta):
+    """Locate the maximum of g(x) = (1+t) f1 - t f2 (mode 0) or f1 (mode 1) on [a, b].
+
+    Returns (x_star, g_star, width): width is about where g has dropped by 1, a scale for the
+    quadrature map.  A coarse scan over a geometric grid around 0 (or the finite end), then
+    golden-section refinement between the scanned neighbours of the best point.
+    """
+    pts = np.empty(420)
+    npts = 0
+    lo = a if a > -np.inf else -1e12
+    hi = b if b < np.inf else 1e12
+    anchor = 0.0
+    if anchor < lo or anchor > hi:
+        anchor = lo if a > -np.inf else hi
+    pts[npts] = anchor
+    npts += 1
+    for k in range(-4, 13):
+        for frac in (1.0, 2.0, 5.0):
+            d = frac * 10.0 ** k
+            for side in (-1.0, 1.0):
+                x = anchor + side * d
+                if lo <= x <= hi:
+                    pts[npts] = x
+                    npts += 1
+    if a > -np.inf and b < np.inf:
+        for i in range(101):
+            pts[npts] = a + (b - a) * i / 100.0
+            npts += 1
+    best_x = anchor
+    best_g = -np.inf
+    for i in range(npts):
+        g = _gval(mode, f1, f2, pts[i], t, theta)
+        if g == g and g > best_g:
+            best_g = g
+            best_x = pts[i]
+    if best_g == -np.inf:
+        return anchor, -np.inf, 1.0
+    left = lo
+    right = hi
+    for i in range(npts):
+        x = pts[i]
+        if best_x > x > left:
+            left = x
+        if best_x < x < right:
+            right = x
+    gr = 0.6180339887498949
+    x1 = right - gr * (right - left)
+    x2 = left + gr * (right - left)
+    g1 = _gval(mode, f1, f2, x1, t, theta)
+    g2 = _gval(mode, f1, f2, x2, t, theta)
+    for _ in range(300):
+        if not (right - left > 1e-13 * (1.0 + abs(left) + abs(right))):
+            break
+        if g1 >= g2 or g2 != g2:
+            right = x2
+            x2 = x1
+            g2 = g1
+            x1 = right - gr * (right - left)
+            g1 = _gval(mode, f1, f2, x1, t, theta)
+        else:
+            left = x1
+            x1 = x2
+            g1 = g2
+            x2 = left + gr * (right - left)
+            g2 = _gval(mode, f1, f2, x2, t, theta)
+    xs = 0.5 * (left + right)
+    gs = _gval(mode, f1, f2, xs, t, theta)
+    if not (gs >= best_g):
+        xs = best_x
+        gs = best_g
+    # width: step out on each side until g has dropped by 1; keep the mean of the two sides
+    total = 0.0
+    for side in (-1.0, 1.0):
+        d = 1e-9 * (1.0 + abs(xs))
+        for _ in range(400):
+            x = xs + side * d
+            if x < a or x > b:
+                break
+            g = _gval(mode, f1, f2, x, t, theta)
+            if not (g > gs - 1.0):
+                break
+            d *= 1.5
+        total += d
+    return xs, gs, 0.5 * total

@@ -1,0 +1,582 @@
+"""The numeric core of a bound mechanism: the law of L = log p/q under P and under Q.
+
+A core answers, for measure ``m`` (0 = P, 1 = Q) and loss values ``s`` (arrays):
+
+* ``log_lower(m, s, strict)``: log P_m(L < s) (strict) or log P_m(L <= s);
+* ``log_upper(m, s, strict)``: log P_m(L > s) (strict) or log P_m(L >= s);
+* ``pdf(m, s)``: density of the continuous part of L under P_m;
+* ``atoms``: an ``AtomSet`` (values, log-masses under P and Q), +/-inf included;
+* ``cgf(tau, order)``: d^order/dtau^order of K(tau) = log E_P[exp(tau L)] (= log of int p^{1+tau} q^{-tau});
+* ``support``: the smallest and largest value of L with positive mass.
+
+Lower and upper probabilities are summed separately from positive parts, so each is accurate in its own
+tail (no 1 - x cancellation).  ``ContinuousCore`` splits the domain into pieces on which L is flat
+(an atom) or strictly monotone (inverted by a derived formula, checked, or by bisection);
+``DiscreteCore`` enumerates the support.  Both validate the densities before anything else uses them.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import _numerics as N
+from .errors import DerivationError, SpecificationError
+
+NORMALISATION_TOL = 1e-6
+QUAD_RTOL = 1e-13
+_NEG_INF = -np.inf
+
+
+def _lse(a, axis=None):
+    a = np.asarray(a, dtype=float)
+    if a.size == 0:
+        return _NEG_INF
+    mx = np.max(a, axis=axis, keepdims=True)
+    mx = np.where(np.isfinite(mx), mx, 0.0)
+    with np.errstate(divide="ignore"):
+        out = np.log(np.sum(np.exp(a - mx), axis=axis, keepdims=True)) + mx
+    return np.squeeze(out, axis=axis) if axis is not None else float(out.reshape(()))
+
+
+def cumulants_from_central(m2, m3, m4, m5, m6):
+    """Cumulants 2..6 from central moments 2..6."""
+    k4 = m4 - 3 * m2 ** 2
+    k5 = m5 - 10 * m3 * m2
+    k6 = m6 - 15 * m4 * m2 - 10 * m3 ** 2 + 30 * m2 ** 3
+    return (m2, m3, k4, k5, k6)
+
+
+class AtomSet:
+    """Point masses of L: sorted distinct values with log-masses under P and Q."""
+
+    def __init__(self, values, logP, logQ):
+        values = np.asarray(values, dtype=float)
+        order = np.argsort(values, kind="stable")
+        v, lp, lq = values[order], np.asarray(logP, float)[order], np.asarray(logQ, float)[order]
+        if v.size:
+            starts = np.concatenate(([0], np.nonzero(np.diff(v) != 0)[0] + 1))
+            v = v[starts]
+            lp = np.logaddexp.reduceat(lp, starts)
+            lq = np.logaddexp.reduceat(lq, starts)
+        self.values, self.logP, self.logQ = v, lp, lq
+        self._cum = [np.logaddexp.accumulate(lp) if v.size else lp, np.logaddexp.accumulate(lq) if v.size else lq]
+        self._rcum = [np.logaddexp.accumulate(lp[::-1])[::-1] if v.size else lp,
+                      np.logaddexp.accumulate(lq[::-1])[::-1] if v.size else lq]
+
+    def logmass(self, m):
+        return self.logP if m == 0 else self.logQ
+
+    def log_lower(self, m, s, strict):
+        idx = np.searchsorted(self.values, s, side="left" if strict else "right")
+        cum = self._cum[m]
+        return np.where(idx > 0, cum[np.maximum(idx - 1, 0)] if cum.size else _NEG_INF, _NEG_INF)
+
+    def log_upper(self, m, s, strict):
+        idx = np.searchsorted(self.values, s, side="right" if strict else "left")
+        r = self._rcum[m]
+        n = self.values.size
+        return np.where(idx < n, r[np.minimum(idx, n - 1)] if n else _NEG_INF, _NEG_INF)
+
+
+class _Piece:
+    __slots__ = ("a", "b", "key", "v", "flat", "inc", "La", "Lb", "inv", "logmass")
+
+
+class ContinuousCore:
+    """Law of L for densities on an interval of the real line."""
+
+    def __init__(self, structure, mod, theta):
+        self.st, self.mod, self.theta = structure, mod, np.ascontiguousarray(theta, dtype=float)
+        self._k = lambda name: getattr(mod, "k_" + name)
+        lo = -np.inf if structure["lo"] is None else self._const(structure["lo"])
+        hi = np.inf if structure["hi"] is None else self._const(structure["hi"])
+        if not lo < hi:
+            raise SpecificationError(f"the domain is empty: lower end {lo} is not below upper end {hi}")
+        self.lo, self.hi = lo, hi
+        self.pieces = self._make_pieces()
+        self._validate()
+        atoms = [(p.La, p.logmass[0], p.logmass[1]) for p in self.pieces if p.flat]
+        self.atoms = AtomSet([a[0] for a in atoms], [a[1] for a in atoms], [a[2] for a in atoms])
+        self.mono = [p for p in self.pieces if not p.flat]
+        vals = [p.La for p in self.pieces] + [p.Lb for p in self.pieces]
+        self.support = (float(np.nanmin(vals)), float(np.nanmax(vals)))
+        self._cgf_closed = None
+        self.cgf_source = "quadrature"
+
+    # -- small evaluation helpers ---------------------------------------------------------------
+    def _const(self, name):
+        return float(N.cmap(self._k(name), self.theta))
+
+    def _f(self, name, x):
+        return float(self._k(name)(float(x), self.theta))
+
+    def _vec(self, name, xs):
+        return N.vmap(self._k(name), np.ascontiguousarray(xs, dtype=float), self.theta)
+
+    # -- structure ---------------------------------------------------------------------------------
+    def _sample_point(self, a, b):
+        if np.isfinite(a) and np.isfinite(b):
+            return 0.5 * (a + b)
+        if np.isfinite(a):
+            return a + max(1.0, abs(a))
+        if np.isfinite(b):
+            return b - max(1.0, abs(b))
+        return 0.0
+
+    def _key_at(self, x):
+        signs = []
+        for name in self.st["abs_args"]:
+            v = self._f(name, x)
+            signs.append("+" if v >= 0 else "-")
+        return "".join(signs) or "0"
+
+    def _split_points(self):
+        pts = []
+        for name in self.st["breakpoints"]:
+            pts.append(self._const(name))
+        for v in self.st["variants"].values():
+            for name in v["crit"] or []:
+                pts.append(self._const(name))
+        pts = [x for x in pts if np.isfinite(x) and self.lo < x < self.hi]
+        edges = sorted(set([self.lo, self.hi] + pts))
+        # numeric critical points where SymPy could not solve dL = 0
+        out = [edges[0]]
+        for a, b in zip(edges[:-1], edges[1:]):
+            v = self.st["variants"][self._key_at(self._sample_point(a, b))]
+            if v["crit"] is None and not v["flat"]:
+                out.extend(self._scan_critical(v, a, b))
+            out.append(b)
+        return sorted(set(out))
+
+    def _scan_critical(self, v, a, b):
+        lo = a if np.isfinite(a) else -1e6 * (1 + abs(b if np.isfinite(b) else 0))
+        hi = b if np.isfinite(b) else 1e6 * (1 + abs(a if np.isfinite(a) else 0))
+        xs = np.concatenate((np.linspace(lo, hi, 4001)[1:-1], np.sign(np.linspace(-1, 1, 2001)) * np.logspace(-6, 6, 2001)))
+        xs = np.unique(xs[(xs > lo) & (xs < hi)])
+        d = self._vec(v["dL"], xs)
+        roots = []
+        for i in np.nonzero(np.sign(d[:-1]) * np.sign(d[1:]) < 0)[0]:
+            roots.append(float(N.invert_monotone(self._k(v["dL"]), 0.0, xs[i], xs[i + 1], d[i] < 0, self.theta)))
+        return roots
+
+    def _limit_L(self, v, x):
+        if np.isfinite(x):
+            return self._f(v["L"], x)
+        name = v["Llo"] if x < 0 else v["Lhi"]
+        if name is not None:
+            val = self._const(name)
+            if not math.isnan(val):
+                return val
+        last = np.nan
+        for k in range(2, 300, 2):
+            y = self._f(v["L"], math.copysign(10.0 ** k, x))
+            if math.isfinite(y):
+                last = y
+            else:
+                break
+        return last
+
+    def _make_pieces(self):
+        edges = self._split_points()
+        pieces = []
+        for a, b in zip(edges[:-1], edges[1:]):
+            pc = _Piece()
+            pc.a, pc.b = a, b
+            xm = self._sample_point(a, b)
+            pc.key = self._key_at(xm)
+            pc.v = v = self.st["variants"][pc.key]
+            pc.flat = v["flat"]
+            pc.La = self._limit_L(v, a)
+            pc.Lb = self._limit_L(v, b)
+            if pc.flat:
+                pc.La = pc.Lb = self._f(v["L"], xm)
+                pc.inc = True
+            else:
+                d = self._f(v["dL"], xm)
+                if d == 0 or not math.isfinite(d):
+                    d = pc.Lb - pc.La
+                pc.inc = d > 0
+            pc.inv = None
+            pc.logmass = [self._piece_logmass(pc, m) for m in (0, 1)]
+            if not pc.flat:
+                pc.inv = self._pick_inverse(pc)
+            pieces.append(pc)
+        return pieces
+
+    def _pick_inverse(self, pc):
+        lo, hi = min(pc.La, pc.Lb), max(pc.La, pc.Lb)
+        if np.isfinite(lo) and np.isfinite(hi):
+            tests = [lo + 0.5 * (hi - lo), lo + 0.2 * (hi - lo), lo + 0.8 * (hi - lo)]
+        elif np.isfinite(lo):
+            tests = [lo + 1.0, lo + 0.01, lo + 10.0]
+        elif np.isfinite(hi):
+            tests = [hi - 1.0, hi - 0.01, hi - 10.0]
+        else:
+            tests = [0.0, -3.0, 3.0]
+        for name in pc.v["inv"]:
+            ok = True
+            for s in tests:
+                x = self._f(name, s)
+                if not (math.isfinite(x) and pc.a <= x <= pc.b and abs(self._f(pc.v["L"], x) - s) <= 1e-8 * (1 + abs(s))):
+                    ok = False
+                    break
+            if ok:
+                return name
+        return None
+
+    # -- masses --------------------------------------------------------------------------------------
+    def _logdens(self, pc, m):
+        return pc.v["logp"] if m == 0 else pc.v["logq"]
+
+    def _quad_logmass(self, pc, m, u, v):
+        if not v > u:
+            return _NEG_INF
+        f = self._k(self._logdens(pc, m))
+        xs, gs, w = N.peak_scan(1, f, f, u, v, 0.0, self.theta)
+        if not np.isfinite(gs):
+            return _NEG_INF
+        res, _ = N.gk_integrate(1, f, f, f, u, v, xs, w, 0.0, gs, 0.0, 0, self.theta, QUAD_RTOL, 8)
+        return math.log(res[0]) + gs if res[0] > 0 else _NEG_INF
+
+    def _piece_logmass(self, pc, m):
+        return float(self._logmass(pc, m, np.array([pc.a]), np.array([pc.b]))[0])
+
+    def _logmass(self, pc, m, u, v):
+        """log of the P_m-mass of (u_i, v_i) inside piece pc (arrays)."""
+        u = np.asarray(u, float)
+        v = np.asarray(v, float)
+        out = np.full(u.shape, _NEG_INF)
+        ok = v > u
+        if not ok.any():
+            return out
+        tag = "p" if m == 0 else "q"
+        vv = pc.v
+        left = ok & (u == -np.inf)
+        right = ok & ~left & (v == np.inf)
+        mid = ok & ~left & ~right
+        todo = np.zeros(u.shape, bool)
+        with np.errstate(all="ignore"):
+            if left.any():
+                if vv["logFl" + tag] is not None:
+                    out[left] = self._vec(vv["logFl" + tag], v[left])
+                else:
+                    todo |= left
+            if right.any():
+                if vv["logSr" + tag] is not None:
+                    out[right] = self._vec(vv["logSr" + tag], u[right])
+                else:
+                    todo |= right
+            if mid.any():
+                if vv["G" + tag] is not None:
+                    gu = self._vec(vv["G" + tag], u[mid])
+                    gv = self._vec(vv["G" + tag], v[mid])
+                    diff = gv - gu
+                    scale = np.maximum(np.abs(gu), np.abs(gv))
+                    good = (diff > 0) & (diff > 1e-3 * scale) & np.isfinite(diff)
+                    idx = np.nonzero(mid)[0]
+                    out[idx[good]] = np.log(diff[good])
+                    todo[idx[~good]] = True
+                else:
+                    todo |= mid
+        bad = ok & ~todo & ~(out > -np.inf) & ~(out == -np.inf)
+        todo |= bad  # nan from a kernel: recompute by quadrature
+        for i in np.nonzero(todo)[0]:
+            out[i] = self._quad_logmass(pc, m, u[i], v[i])
+        return out
+
+    # -- inverse -------------------------------------------------------------------------------------
+    def _invert(self, pc, s):
+        s = np.ascontiguousarray(s, dtype=float)
+        if s.size == 0:
+            return s
+        x = np.full(s.shape, np.nan)
+        if pc.inv is not None:
+            with np.errstate(all="ignore"):
+                x = self._vec(pc.inv, s)
+                res = self._vec(pc.v["L"], np.where(np.isfinite(x), x, 0.0))
+            good = np.isfinite(x) & (x >= pc.a) & (x <= pc.b) & (np.abs(res - s) <= 1e-9 * (1 + np.abs(s)))
+        else:
+            good = np.zeros(s.shape, bool)
+        if not good.all():
+            idx = np.nonzero(~good)[0]
+            x[idx] = N.invert_many(self._k(pc.v["L"]), s[idx], pc.a, pc.b, pc.inc, self.theta)
+        return x
+
+    # -- the law of L --------------------------------------------------------------------------------
+    def _region_logmass(self, m, s, above):
+        """log P_m of {L > s} (above) or {L < s} summed over the monotone pieces."""
+        s = np.atleast_1d(np.asarray(s, float))
+        total = np.full(s.shape, _NEG_INF)
+        for pc in self.mono:
+            lo, hi = min(pc.La, pc.Lb), max(pc.La, pc.Lb)
+            whole = (s <= lo) if above else (s >= hi)
+            inside = (s > lo) & (s < hi)
+            part = np.full(s.shape, _NEG_INF)
+            part[whole] = pc.logmass[m]
+            if inside.any():
+                xs = self._invert(pc, s[inside])
+                # {L > s} is (x_s, b) on an increasing piece, (a, x_s) on a decreasing one
+                if pc.inc == above:
+                    u, v = xs, np.full(xs.shape, pc.b)
+                else:
+                    u, v = np.full(xs.shape, pc.a), xs
+                part[inside] = self._logmass(pc, m, u, v)
+            total = np.logaddexp(total, part)
+        return total
+
+    def log_upper(self, m, s, strict=True):
+        s = np.atleast_1d(np.asarray(s, float))
+        return np.logaddexp(self._region_logmass(m, s, True), self.atoms.log_upper(m, s, strict))
+
+    def log_lower(self, m, s, strict=False):
+        s = np.atleast_1d(np.asarray(s, float))
+        return np.logaddexp(self._region_logmass(m, s, False), self.atoms.log_lower(m, s, strict))
+
+    def pdf(self, m, s):
+        s = np.atleast_1d(np.asarray(s, float))
+        out = np.zeros(s.shape)
+        for pc in self.mono:
+            lo, hi = min(pc.La, pc.Lb), max(pc.La, pc.Lb)
+            inside = (s > lo) & (s < hi)
+            if inside.any():
+                xs = self._invert(pc, s[inside])
+                with np.errstate(all="ignore"):
+                    dens = np.exp(self._vec(self._logdens(pc, m), xs)) / np.abs(self._vec(pc.v["dL"], xs))
+                out[inside] += np.where(np.isfinite(dens), dens, 0.0)
+        return out
+
+    # -- CGF -----------------------------------------------------------------------------------------
+    def set_closed_cgf(self, names):
+        self._cgf_closed = names
+        self.cgf_source = "closed form"
+
+    def cgf(self, tau, order=0):
+        tau = float(tau)
+        if self._cgf_closed is not None and order < len(self._cgf_closed):
+            val = self._f(self._cgf_closed[order], tau)
+            if math.isfinite(val):
+                return val
+        return self.cgf_quadrature(tau, order)
+
+    def cgf_quadrature(self, tau, order=0):
+        """K^(order)(tau) by adaptive quadrature of tilted central moments."""
+        parts = []  # (log-shift, I0, I1) per monotone piece
+        cache = []
+        for pc in self.mono:
+            lp, lq, L = self._k(pc.v["logp"]), self._k(pc.v["logq"]), self._k(pc.v["L"])
+            xs, gs, w = N.peak_scan(0, lp, lq, pc.a, pc.b, tau, self.theta)
+            if not np.isfinite(gs):
+                if gs == np.inf:
+                    return np.inf
+                continue
+            if _diverges(self, pc, lp, lq, tau, gs):
+                return np.inf
+            res, _ = N.gk_integrate(0, lp, lq, L, pc.a, pc.b, xs, w, tau, gs, 0.0, 1, self.theta, QUAD_RTOL, 8)
+            parts.append((gs, res[0], res[1]))
+            cache.append((pc, lp, lq, L, xs, w, gs))
+        at = self.atoms
+        return _combine_cgf(parts, at, tau, order, lambda mu, nm: [
+            (gs_, N.gk_integrate(0, lp_, lq_, L_, pc_.a, pc_.b, xs_, w_, tau, gs_, mu, nm, self.theta, QUAD_RTOL, 8)[0])
+            for pc_, lp_, lq_, L_, xs_, w_, gs_ in cache])
+
+    # -- validation ----------------------------------------------------------------------------------
+    def _validate(self):
+        for m, name in ((0, "p"), (1, "q")):
+            pts = [self._sample_point(pc.a, pc.b) for pc in self.pieces]
+            for pc in self.pieces:
+                for x in pts:
+                    if pc.a <= x <= pc.b:
+                        lv = self._f(self._logdens(pc, m), x)
+                        if math.isnan(lv):
+                            raise SpecificationError(f"density {name} is negative or undefined at x = {x:g}")
+            total = math.exp(_lse([pc.logmass[m] for pc in self.pieces]))
+            if not abs(total - 1.0) <= NORMALISATION_TOL:
+                raise SpecificationError(
+                    f"density {name} integrates to {total:.10g} over the domain, not 1 "
+                    f"(tolerance {NORMALISATION_TOL:g}); check the normalising constant")
+        if all(pc.logmass[0] == _NEG_INF or pc.logmass[1] == _NEG_INF for pc in self.pieces):
+            raise SpecificationError("p and q have disjoint supports: the privacy loss is infinite everywhere")
+
+
+def _diverges(core, pc, lp, lq, tau, gs):
+    """True when the tilted integrand does not decay at an infinite end of the piece (M(tau) = inf)."""
+    for end, x in ((pc.a, -1e8), (pc.b, 1e8)):
+        if np.isinf(end):
+            g1 = (1 + tau) * lp(x, core.theta) - tau * lq(x, core.theta) if tau != 0 else lp(x, core.theta)
+            g2 = (1 + tau) * lp(2 * x, core.theta) - tau * lq(2 * x, core.theta) if tau != 0 else lp(2 * x, core.theta)
+            if math.isfinite(g1) and math.isfinite(g2) and g2 >= g1 - 1.0 and g2 > gs - 700:
+                return True
+    return False
+
+
+def _atom_terms(at, tau):
+    """(log-weights, values) of the atoms of L under the tilted measure, or None if M(tau) = inf."""
+    v, lp, lq = at.values, at.logP, at.logQ
+    w = []
+    vals = []
+    for vi, lpi, lqi in zip(v, lp, lq):
+        if vi == np.inf:
+            if lpi == _NEG_INF:
+                continue
+            if tau > 0:
+                return None
+            if tau == 0:
+                w.append(lpi)
+                vals.append(np.inf)
+            continue
+        if vi == -np.inf:
+            if lqi == _NEG_INF:
+                continue
+            if tau < -1:
+                return None
+            if tau == -1:
+                w.append(lqi)
+                vals.append(-np.inf)
+            continue
+        if tau == -1:
+            w.append(lqi)
+        else:
+            w.append(lpi + tau * vi)
+        vals.append(vi)
+    return np.array(w, float), np.array(vals, float)
+
+
+def _combine_cgf(parts, at, tau, order, central_pass):
+    """Combine continuous-part integrals (log-shift, I0, I1) and atoms into K^(order)(tau)."""
+    terms = _atom_terms(at, tau)
+    if terms is None:
+        return np.inf
+    aw, av = terms
+    shifts = [p[0] for p in parts] + list(aw)
+    if not shifts:
+        raise DerivationError("the tilted distribution has no mass")
+    g = max(shifts)
+    I0 = sum(p[1] * math.exp(p[0] - g) for p in parts) + float(np.sum(np.exp(aw - g)))
+    if not I0 > 0:
+        return np.inf if order == 0 else np.nan
+    if order == 0:
+        return math.log(I0) + g
+    if np.any(np.isinf(av) & (aw > _NEG_INF)):
+        return np.inf
+    I1 = sum(p[2] * math.exp(p[0] - g) for p in parts) + float(np.sum(np.exp(aw - g) * av))
+    mu = I1 / I0
+    if order == 1:
+        return mu
+    cen = np.zeros(order + 1)
+    for gs, res in central_pass(mu, order):
+        cen += res * math.exp(gs - g)
+    d = av - mu
+    for j in range(order + 1):
+        cen[j] += float(np.sum(np.exp(aw - g) * d ** j))
+    cm = cen / I0
+    full = np.zeros(7)
+    full[: order + 1] = cm[: order + 1]
+    ks = cumulants_from_central(full[2], full[3], full[4], full[5], full[6])
+    return ks[order - 2]
+
+
+class DiscreteCore:
+    """Law of L for probability mass functions on a finite set or the integers."""
+
+    MAX_POINTS = 20_000_000
+
+    def __init__(self, structure, mod, theta):
+        self.st, self.mod, self.theta = structure, mod, np.ascontiguousarray(theta, dtype=float)
+        lp_k, lq_k = getattr(mod, "k_" + structure["logp"]), getattr(mod, "k_" + structure["logq"])
+        self._lp, self._lq = lp_k, lq_k
+        if structure["kind"] == "finite":
+            xs = np.asarray(structure["points"], float)
+        else:
+            xs = self._integer_window()
+        with np.errstate(all="ignore"):
+            lp = N.vmap(lp_k, xs, self.theta)
+            lq = N.vmap(lq_k, xs, self.theta)
+        for name, arr in (("p", lp), ("q", lq)):
+            bad = np.isnan(arr) | (arr == np.inf)
+            if bad.any():
+                raise SpecificationError(f"pmf {name} is negative or undefined at x = {xs[bad][0]:g}")
+            total = math.exp(_lse(arr))
+            if not abs(total - 1.0) <= NORMALISATION_TOL:
+                raise SpecificationError(f"pmf {name} sums to {total:.10g} over the domain, not 1 "
+                                         f"(tolerance {NORMALISATION_TOL:g}); check the normalising constant")
+        # the window holds all mass down to e^-800: renormalising removes the normaliser's rounding
+        lp = lp - _lse(lp)
+        lq = lq - _lse(lq)
+        keep = (lp > _NEG_INF) | (lq > _NEG_INF)
+        lp, lq, xs = lp[keep], lq[keep], xs[keep]
+        if not np.any((lp > _NEG_INF) & (lq > _NEG_INF)):
+            raise SpecificationError("p and q have disjoint supports: the privacy loss is infinite everywhere")
+        with np.errstate(all="ignore"):
+            Lk = N.vmap(getattr(mod, "k_" + structure["L"]), xs, self.theta)
+            # the derived loss is exact on flat stretches where lp - lq would pick up rounding
+            Lk = np.where(np.isfinite(Lk) & (np.abs(Lk - (lp - lq)) <= 1e-9 * (1 + np.abs(Lk))), Lk, lp - lq)
+            L = np.where(lq == _NEG_INF, np.inf, np.where(lp == _NEG_INF, -np.inf, Lk))
+        self.points = xs
+        self.atoms = AtomSet(L, lp, lq)
+        self.mono = []
+        self.support = (float(self.atoms.values[0]), float(self.atoms.values[-1]))
+        self._cgf_closed = None
+        self.cgf_source = "exact sum"
+
+    def _integer_window(self):
+        th = self.theta
+
+        def g(k):
+            return max(self._lp(float(k), th), self._lq(float(k), th))
+
+        cands = [0] + [s * 2 ** j for j in range(0, 45) for s in (-1, 1)]
+        vals = [g(k) for k in cands]
+        best = int(np.nanargmax(vals))
+        kmax, gmax = cands[best], vals[best]
+        if not math.isfinite(gmax):
+            raise SpecificationError("the pmf is zero or undefined everywhere it was probed")
+        thr = gmax - 800.0
+        ends = []
+        for side in (-1, 1):
+            step, inner = 1, kmax
+            while True:
+                k = kmax + side * step
+                if not g(k) > thr:
+                    break
+                inner = k
+                step *= 2
+                if step > 2 ** 45:
+                    raise SpecificationError("the pmf does not decay: its support is too wide to enumerate")
+            outer = kmax + side * step
+            while abs(outer - inner) > 1:  # last point above threshold between inner and outer
+                mid = (inner + outer) // 2
+                if g(mid) > thr:
+                    inner = mid
+                else:
+                    outer = mid
+            ends.append(inner)
+        lo, hi = ends
+        if hi - lo + 1 > self.MAX_POINTS:
+            raise SpecificationError(f"the pmf's support has {hi - lo + 1} significant points, more than "
+                                     f"{self.MAX_POINTS} can be enumerated")
+        return np.arange(lo, hi + 1, dtype=float)
+
+    def set_closed_cgf(self, names):
+        self._cgf_closed = names
+        self.cgf_source = "closed form"
+
+    def log_upper(self, m, s, strict=True):
+        return self.atoms.log_upper(m, np.atleast_1d(np.asarray(s, float)), strict)
+
+    def log_lower(self, m, s, strict=False):
+        return self.atoms.log_lower(m, np.atleast_1d(np.asarray(s, float)), strict)
+
+    def pdf(self, m, s):
+        return np.zeros(np.atleast_1d(s).shape)
+
+    def cgf(self, tau, order=0):
+        tau = float(tau)
+        if self._cgf_closed is not None and order < len(self._cgf_closed):
+            val = float(getattr(self.mod, "k_" + self._cgf_closed[order])(tau, self.theta))
+            if math.isfinite(val):
+                return val
+        return self.cgf_quadrature(tau, order)
+
+    def cgf_quadrature(self, tau, order=0):
+        return _combine_cgf([], self.atoms, float(tau), order, lambda mu, nm: [])

@@ -1,0 +1,202 @@
+"""Derivation of a family: densities -> named kernels + structure (the contract with the numeric layer).
+
+``derive(spec)`` returns a ``Derivation``:
+
+* ``kernels``: name -> SymPy expression in ``X`` (the one free variable) and the parameter symbols.
+  Codegen prints each as ``k_<name>(X, theta)``.
+* ``structure``: a JSON-serialisable dict.  For continuous families::
+
+      {"kind": "continuous", "lo": kernel|None, "hi": kernel|None,
+       "abs_args": [kernel...], "breakpoints": [kernel...],
+       "variants": {sign-key: {"L", "dL", "logp", "logq", "flat", "crit", "inv",
+                               "Gp", "Gq", "Flp", "Srp", "Flq", "Srq",
+                               "logFlp", "logSrp", "logFlq", "logSrq", "Llo", "Lhi"}},
+       "cgf": [K0..K6 kernels] | None}
+
+  For discrete families: ``{"kind": "integers"|"finite", "points": [...], "logp", "logq", "cgf"}``.
+* ``display``: the symbolic results a user can look at (privacy loss, inverses, MGF, CGF).
+
+A sign key names the smooth variant of p, q and L obtained by replacing each ``Abs(a_j)`` by
+``+a_j`` or ``-a_j``; the numeric layer picks the variant valid on each piece between breakpoints.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from . import symbolic as sy
+from .errors import SpecificationError
+
+MAX_ABS = 3
+MAX_ORDER = 6
+
+
+@dataclass
+class Spec:
+    """A validated family specification (built by ``Family``)."""
+
+    p: sp.Expr
+    q: sp.Expr
+    var: sp.Symbol
+    kind: str  # "continuous" | "integers" | "finite"
+    lo: sp.Expr = -sp.oo
+    hi: sp.Expr = sp.oo
+    points: tuple = ()
+    params: tuple = ()
+    consts: tuple = ()  # ((Symbol, Expr), ...): var-free sub-expressions evaluated at bind time
+
+
+@dataclass
+class Derivation:
+    kernels: dict = field(default_factory=dict)
+    structure: dict = field(default_factory=dict)
+    display: dict = field(default_factory=dict)
+
+    def add(self, name, expr, var=None):
+        expr = sp.sympify(expr)
+        if var is not None:
+            expr = expr.xreplace({var: sy.X})
+        self.kernels[name] = expr
+        return name
+
+
+def _finite_expr(e):
+    return e is not None and not e.has(sp.Integral, sp.Limit, sp.nan, sp.zoo, sp.AccumBounds)
+
+
+def _cgf_kernels(d, mgf, prefix="K"):
+    """K = log M and its derivatives as kernels in X (= t); None when SymPy gives nothing usable."""
+    if not _finite_expr(mgf):
+        return None
+    K = sp.expand_log(sp.log(mgf), force=True)
+    K = sy.attempt(lambda: sp.simplify(K), sy.MGF_SECONDS, K)
+    names = []
+    expr = K
+    for n in range(MAX_ORDER + 1):
+        if not _finite_expr(expr):
+            return None
+        names.append(d.add(f"{prefix}{n}", sy.stabilize(expr, sy.T), sy.T))
+        if n < MAX_ORDER:
+            expr = sp.diff(expr, sy.T)
+            expr = sy.attempt(lambda expr=expr: sp.simplify(expr), sy.SOLVE_SECONDS, expr)
+    d.display["mgf"] = mgf
+    d.display["cgf"] = K
+    return names
+
+
+def derive(spec: Spec) -> Derivation:
+    if spec.kind == "continuous":
+        return _derive_continuous(spec)
+    return _derive_discrete(spec)
+
+
+def _derive_discrete(spec):
+    d = Derivation()
+    var = spec.var
+    lp = sy.log_density(spec.p, var)
+    lq = sy.log_density(spec.q, var)
+    st = {"kind": spec.kind, "points": [float(v) for v in spec.points],
+          "logp": d.add("logp", sy.stabilize(lp, var), var),
+          "logq": d.add("logq", sy.stabilize(lq, var), var), "cgf": None}
+    L = sy.privacy_loss(spec.p, spec.q, var)
+    st["L"] = d.add("L", sy.stabilize(L, var), var)
+    d.display["privacy_loss"] = L
+    d.display["inverse_loss"] = []
+    if spec.kind == "finite":
+        mgf = sp.Add(*[(spec.p ** (1 + sy.T) * spec.q ** (-sy.T)).subs(var, v) for v in spec.points])
+        mgf = sy.attempt(lambda: sp.simplify(mgf), sy.MGF_SECONDS, mgf)
+        st["cgf"] = _cgf_kernels(d, mgf)
+    d.structure = st
+    return d
+
+
+def _derive_continuous(spec):
+    d = Derivation()
+    var, p, q = spec.var, spec.p, spec.q
+    for f in sy.UNSUPPORTED_CONTINUOUS:
+        if p.has(f) or q.has(f):
+            raise SpecificationError(
+                f"densities with {f.__name__} are not supported for continuous outputs yet; "
+                "write non-smooth points with Abs (e.g. Abs(x - a))")
+    L = sy.privacy_loss(p, q, var)
+    d.display["privacy_loss"] = L
+    absargs = sorted({a.args[0] for a in (p.atoms(sp.Abs) | q.atoms(sp.Abs)) if a.has(var)}, key=sp.default_sort_key)
+    if len(absargs) > MAX_ABS:
+        raise SpecificationError(f"at most {MAX_ABS} distinct Abs(...) terms in x are supported, got {len(absargs)}")
+    st = {"kind": "continuous", "abs_args": [], "breakpoints": [], "variants": {}, "cgf": None,
+          "lo": None if spec.lo == -sp.oo else d.add("dom_lo", spec.lo),
+          "hi": None if spec.hi == sp.oo else d.add("dom_hi", spec.hi)}
+    for j, a in enumerate(absargs):
+        st["abs_args"].append(d.add(f"absarg{j}", a, var))
+        sols = sy.real_solutions(a, var)
+        if sols is None:
+            raise SpecificationError(f"cannot find where {a} changes sign in {var}")
+        for s in sols:
+            st["breakpoints"].append(d.add(f"bp{len(st['breakpoints'])}", s))
+    inverse_display = []
+    for signs in itertools.product((1, -1), repeat=len(absargs)):
+        key = "".join("+" if s > 0 else "-" for s in signs) or "0"
+        rep = {sp.Abs(a): s * a for a, s in zip(absargs, signs)}
+        pv, qv = p.xreplace(rep), q.xreplace(rep)
+        st["variants"][key] = _derive_variant(d, key, pv, qv, var, spec, inverse_display)
+    d.display["inverse_loss"] = inverse_display
+    if not absargs and not (p.is_Add or q.is_Add):  # (sum)^(1+t) has no closed form for symbolic t
+        integrand = sp.exp(sp.expand((1 + sy.T) * sy.log_density(p, var) - sy.T * sy.log_density(q, var)))
+        mgf = sy.attempt(lambda: sp.integrate(integrand, (var, spec.lo, spec.hi), conds="none"), sy.MGF_SECONDS)
+        if mgf is not None:
+            st["cgf"] = _cgf_kernels(d, mgf)
+    d.structure = st
+    return d
+
+
+def _limit(e, var, point):
+    if point.is_finite:
+        return sy.attempt(lambda: sp.simplify(e.subs(var, point)), sy.SOLVE_SECONDS)
+    return sy.attempt(lambda: sp.limit(e, var, point), sy.SOLVE_SECONDS)
+
+
+def _derive_variant(d, key, pv, qv, var, spec, inverse_display):
+    pre = "v" + key.replace("+", "P").replace("-", "M") + "_"
+    Lv = sy.privacy_loss(pv, qv, var)
+    out = {"L": d.add(pre + "L", sy.stabilize(Lv, var), var)}
+    dL = sy.attempt(lambda: sp.simplify(sp.diff(Lv, var)), sy.SOLVE_SECONDS, sp.diff(Lv, var))
+    out["dL"] = d.add(pre + "dL", sy.stabilize(dL, var), var)
+    out["flat"] = bool(dL == 0 or dL.is_zero)
+    out["logp"] = d.add(pre + "logp", sy.stabilize(sy.log_density(pv, var), var), var)
+    out["logq"] = d.add(pre + "logq", sy.stabilize(sy.log_density(qv, var), var), var)
+    out["crit"] = []
+    out["inv"] = []
+    if not out["flat"]:
+        num = sp.numer(sp.together(dL))
+        crit = sy.real_solutions(num, var)
+        out["crit"] = None if crit is None else [d.add(f"{pre}crit{i}", c) for i, c in enumerate(crit)]
+        inv = sy.real_solutions(Lv - sy.S, var)
+        if inv:
+            out["inv"] = [d.add(f"{pre}inv{i}", sy.stabilize(e, sy.S), sy.S) for i, e in enumerate(inv)]
+            inverse_display.append((key, inv))
+    for m, dens in (("p", pv), ("q", qv)):
+        G = sy.attempt(lambda dens=dens: sp.integrate(dens, var), sy.INTEGRATE_SECONDS)
+        if not _finite_expr(G):
+            for k in (f"G{m}", f"Fl{m}", f"Sr{m}", f"logFl{m}", f"logSr{m}"):
+                out[k] = None
+            continue
+        out[f"G{m}"] = d.add(pre + f"G{m}", G, var)
+        out[f"Fl{m}"] = out[f"logFl{m}"] = out[f"Sr{m}"] = out[f"logSr{m}"] = None
+        if spec.lo == -sp.oo:
+            g0 = _limit(G, var, -sp.oo)
+            if _finite_expr(g0) and g0.is_finite is not False:
+                F = sy.tail_form(G - g0, var, -1)
+                out[f"Fl{m}"] = d.add(pre + f"Fl{m}", F, var)
+                out[f"logFl{m}"] = d.add(pre + f"logFl{m}", sy.to_log(F, var), var)
+        if spec.hi == sp.oo:
+            g1 = _limit(G, var, sp.oo)
+            if _finite_expr(g1) and g1.is_finite is not False:
+                Sv = sy.tail_form(g1 - G, var, +1)
+                out[f"Sr{m}"] = d.add(pre + f"Sr{m}", Sv, var)
+                out[f"logSr{m}"] = d.add(pre + f"logSr{m}", sy.to_log(Sv, var), var)
+    for end, point in (("Llo", spec.lo), ("Lhi", spec.hi)):
+        lim = _limit(Lv, var, point)
+        out[end] = d.add(pre + end, lim) if lim is not None and not lim.has(sp.nan, sp.zoo, sp.AccumBounds) and not lim.has(var) else None
+    return out

@@ -1,0 +1,519 @@
+"""Families (symbolic pairs of densities) and bound mechanisms.
+
+``Mechanism.from_densities(p, q, var)`` returns a ``Family``; calling the family with parameter values
+returns a ``Mechanism``.  ``p`` is the output distribution on the dataset *with* the individual, ``q``
+*without* it (the add/remove relation).  A mechanism exposes its two privacy-loss random variables:
+
+* ``m.remove``: L = log p/q with the output drawn from P (its ``dual``: the same L under Q);
+* ``m.add``: log q/p with the output drawn from Q (its ``dual``: under P).
+
+and answers the one-shot privacy curve ``m.delta(epsilon)``, ``m.epsilon(delta)`` (max over both
+directions unless ``direction`` says otherwise) and Renyi divergences ``m.rdp(alpha)``.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import sympy as sp
+from scipy.optimize import brentq
+
+from . import _numerics as N
+from . import codegen
+from .core import ContinuousCore, DiscreteCore
+from .derive import Spec, derive
+from .errors import ParameterError, SpecificationError, check_finite_real
+
+_FAMILIES = {}
+DIRECTIONS = ("both", "remove", "add")
+
+
+# ----------------------------------------------------------------------------------------------------
+# specification parsing
+
+
+def _as_expr(value, what, local):
+    if isinstance(value, sp.Basic):
+        return value
+    if isinstance(value, str):
+        try:
+            return sp.parse_expr(value, local_dict=local)
+        except Exception as exc:
+            raise SpecificationError(f"{what} = {value!r} is not a SymPy expression ({exc.__class__.__name__})") from None
+    if isinstance(value, (int, float)):
+        return sp.sympify(value)
+    raise SpecificationError(f"{what} must be a SymPy expression or a string, got {type(value).__name__}")
+
+
+def _parse_domain(domain, var):
+    """-> (kind, lo, hi, points)"""
+    if domain is None:
+        domain = sp.Integers if var.is_integer else sp.Reals
+    if isinstance(domain, str):
+        key = domain.strip().lower()
+        if key in ("reals", "real", "r"):
+            domain = sp.Reals
+        elif key in ("integers", "integer", "z"):
+            domain = sp.Integers
+        else:
+            raise SpecificationError(f"domain {domain!r} is not one of 'reals', 'integers', an Interval, a finite set")
+    if isinstance(domain, (list, tuple, set, frozenset)):
+        domain = sp.FiniteSet(*domain)
+    if domain == sp.Reals:
+        return "continuous", -sp.oo, sp.oo, ()
+    if isinstance(domain, sp.Interval):
+        return "continuous", domain.inf, domain.sup, ()
+    if domain == sp.Integers:
+        return "integers", -sp.oo, sp.oo, ()
+    if isinstance(domain, sp.FiniteSet):
+        pts = []
+        for v in domain:
+            if not v.is_number or not v.is_real:
+                raise SpecificationError(f"finite domain points must be real numbers, got {v}")
+            pts.append(float(v))
+        if not pts:
+            raise SpecificationError("the finite domain is empty")
+        return "finite", min(pts), max(pts), tuple(sorted(pts))
+    if isinstance(domain, sp.Range):
+        if domain.size.is_finite and domain.size <= 100_000:
+            return "finite", domain.inf, domain.sup, tuple(float(v) for v in domain)
+        raise SpecificationError("only finite Ranges (up to 100000 points) are supported; use sp.Integers")
+    raise SpecificationError(f"unsupported domain {domain!r}: use sp.Reals, sp.Interval, sp.Integers or a finite set")
+
+
+_INTERVAL_RE = re.compile(r"^\s*([\(\[])\s*([^,]+?)\s*,\s*([^\]\)]+?)\s*([\)\]])\s*$")
+
+
+def _parse_range(text):
+    m = _INTERVAL_RE.match(text)
+    if not m:
+        raise SpecificationError(f"constraint {text!r} must look like '(0, 1]' or '[0, inf)'")
+    lo = float(m.group(2).replace("inf", "inf"))
+    hi = float(m.group(3))
+    return lo, hi, m.group(1) == "(", m.group(4) == ")"
+
+
+def _extract_constants(expr, var, consts):
+    """Replace var-free Sums/Products/Integrals by symbols evaluated at bind time."""
+    def rep(e):
+        for c, ce in consts:
+            if ce == e:
+                return c
+        c = sp.Symbol(f"_const{len(consts)}", real=True)
+        consts.append((c, e))
+        return c
+    return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product, sp.Integral)) and not e.has(var), rep)
+
+
+# ----------------------------------------------------------------------------------------------------
+
+
+class Family:
+    """A symbolic pair of densities with named parameters.  Call it with values to get a Mechanism."""
+
+    def __init__(self, p, q, var, name=None, domain=None, constraints=None, derived=None, defaults=None):
+        if isinstance(var, str):
+            var = sp.Symbol(var, real=True)
+        if not isinstance(var, sp.Symbol):
+            raise SpecificationError(f"var must be a SymPy Symbol, got {var!r}")
+        local = {var.name: var}
+        p = _as_expr(p, "p", local)
+        q = _as_expr(q, "q", local)
+        if not (p.has(var) or q.has(var)):
+            raise SpecificationError(f"var {var} does not appear in the densities p = {p} and q = {q}")
+        kind, lo, hi, points = _parse_domain(domain, var)
+        # derived parameters (e.g. 1 - sampling_rate as a non-negative symbol) are evaluated at bind time
+        consts = [(s, sp.sympify(e)) for s, e in (derived or {}).items()]
+        p = _extract_constants(p, var, consts)
+        q = _extract_constants(q, var, consts)
+        const_syms = {c for c, _ in consts}
+        params = sorted((p.free_symbols | q.free_symbols) - {var} - const_syms, key=lambda s: s.name)
+        for c, e in consts:
+            extra = e.free_symbols - set(params) - {var}
+            extra = {s for s in extra if not any(isinstance(b, (sp.Sum, sp.Product, sp.Integral)) and s in b.variables for b in e.atoms(sp.Sum, sp.Product, sp.Integral))}
+            params = sorted(set(params) | extra, key=lambda s: s.name)
+        self.name = name or "custom"
+        self.var = var
+        self.p, self.q = p, q
+        self._consts = tuple(consts)
+        self.parameters = tuple(params)
+        self.constraints = {}
+        for k, v in (constraints or {}).items():
+            if k not in {s.name for s in params}:
+                raise SpecificationError(f"constraint on unknown parameter {k!r}; parameters: {[s.name for s in params]}")
+            self.constraints[k] = _parse_range(v) if isinstance(v, str) else tuple(v)
+        self.spec = Spec(p=p, q=q, var=var, kind=kind, lo=lo, hi=hi, points=points,
+                         params=self.parameters, consts=self._consts)
+        self.defaults = dict(defaults or {})
+        unknown = set(self.defaults) - {s.name for s in params}
+        if unknown:
+            raise SpecificationError(f"defaults for unknown parameter(s) {sorted(unknown)}")
+        self._loaded = None
+
+    # -- derivation (lazy, cached on disk) -------------------------------------------------------
+    def derive(self):
+        """Run (or load from the cache) the symbolic derivation and code generation; returns self."""
+        if self._loaded is None:
+            key = codegen.family_key(self.spec)
+            if key not in _FAMILIES:
+                _FAMILIES[key] = codegen.load_or_build(self.spec, derive)
+            self._loaded = _FAMILIES[key]
+        return self
+
+    @property
+    def structure(self):
+        return self.derive()._loaded[0]
+
+    @property
+    def module(self):
+        return self.derive()._loaded[2]
+
+    def _display(self, key):
+        return self.derive()._loaded[1].get(key)
+
+    @property
+    def privacy_loss(self):
+        """L(x) = log p(x)/q(x), simplified."""
+        return self._display("privacy_loss")
+
+    @property
+    def inverse_loss(self):
+        """Inverses of L on its smooth monotone variants: list of (sign pattern of Abs terms, [x(s)...])."""
+        return self._display("inverse_loss")
+
+    @property
+    def mgf(self):
+        """M(t) = integral of p^(1+t) q^(-t) in closed form (None when only quadrature is available)."""
+        return self._display("mgf")
+
+    @property
+    def cgf(self):
+        """K(t) = log M(t) in closed form (None when only quadrature is available)."""
+        return self._display("cgf")
+
+    @property
+    def loss_variable(self):
+        from .symbolic import S
+        return S
+
+    @property
+    def cgf_variable(self):
+        from .symbolic import T
+        return T
+
+    # -- binding ---------------------------------------------------------------------------------
+    def _check_params(self, values):
+        values = {**self.defaults, **values}
+        names = [s.name for s in self.parameters]
+        unknown = sorted(set(values) - set(names))
+        if unknown:
+            raise ParameterError(f"unknown parameter(s) {unknown} for {self.name}; its parameters are {names}")
+        missing = [n for n in names if n not in values]
+        if missing:
+            raise ParameterError(f"missing value(s) for parameter(s) {missing} of {self.name}")
+        out = {}
+        for s in self.parameters:
+            v = values[s.name]
+            if isinstance(v, (bool, np.bool_)):
+                raise ParameterError(f"{s.name} must be a real number, got {v!r}")
+            x = check_finite_real(s.name, v)
+            if s.is_positive and not x > 0:
+                raise ParameterError(f"{s.name} must be positive, got {v!r}")
+            if s.is_nonnegative and not x >= 0:
+                raise ParameterError(f"{s.name} must be non-negative, got {v!r}")
+            if s.is_negative and not x < 0:
+                raise ParameterError(f"{s.name} must be negative, got {v!r}")
+            if s.is_integer and x != int(x):
+                raise ParameterError(f"{s.name} must be an integer, got {v!r}")
+            if s.name in self.constraints:
+                lo, hi, lo_open, hi_open = self.constraints[s.name]
+                check_finite_real(s.name, x, low=lo, high=hi if math.isfinite(hi) else None,
+                                  low_open=lo_open, high_open=hi_open)
+            out[s.name] = x
+        return out
+
+    def __call__(self, **params):
+        values = self._check_params(params)
+        self.derive()
+        return Mechanism(self, values)
+
+    def __repr__(self):
+        return f"Family({self.name!r}, parameters={[s.name for s in self.parameters]})"
+
+
+class Mechanism:
+    """A family with parameter values: its two PLRVs and one-shot privacy curve."""
+
+    @staticmethod
+    def from_densities(p, q, var, name=None, domain=None, constraints=None, defaults=None):
+        """A ``Family`` from the densities p (with the individual) and q (without) of the output ``var``.
+
+        ``domain``: ``sp.Reals`` (default for a real var), an ``sp.Interval``, ``sp.Integers`` (default for
+        an integer var) or a finite set of numbers (pmfs).  Free symbols other than ``var`` are parameters,
+        checked against their SymPy assumptions; ``constraints`` adds ranges such as ``{"q": "(0, 1]"}`` and
+        ``defaults`` default values.
+        """
+        return Family(p, q, var, name=name, domain=domain, constraints=constraints, defaults=defaults)
+
+    def __init__(self, family, values):
+        self.family = family
+        self.params = dict(values)
+        theta = [values[s.name] for s in family.parameters]
+        subs = {s: values[s.name] for s in family.parameters}
+        for c, e in family._consts:
+            val = _eval_constant(e, subs)
+            if not math.isfinite(val):
+                raise ParameterError(f"the constant {e} is not finite at {values}")
+            theta.append(val)
+        self.theta = np.array(theta, dtype=float)
+        st = family.structure
+        core_cls = ContinuousCore if st["kind"] == "continuous" else DiscreteCore
+        self.core = core_cls(st, family.module, self.theta)
+        if st.get("cgf"):
+            self._attach_closed_cgf(st["cgf"])
+        self.remove = PLRV(self, "remove")
+        self.add = PLRV(self, "add")
+
+    def _attach_closed_cgf(self, names):
+        """Use the closed-form CGF only after it agrees with quadrature at a few points."""
+        mod = self.family.module
+        for tau in (0.7, -1.6, 2.5):
+            closed = float(getattr(mod, "k_" + names[0])(tau, self.theta))
+            quad = self.core.cgf_quadrature(tau, 0)
+            if not (math.isfinite(closed) and math.isfinite(quad)) or abs(closed - quad) > 1e-7 * (1 + abs(quad)):
+                self.cgf_check_failed = (tau, closed, quad)
+                return
+        self.core.set_closed_cgf(names)
+
+    @property
+    def name(self):
+        args = ", ".join(f"{k}={v:g}" for k, v in self.params.items())
+        return f"{self.family.name}({args})"
+
+    def __repr__(self):
+        return f"<Mechanism {self.name}>"
+
+    def plrv(self, direction):
+        if direction not in ("remove", "add"):
+            raise ParameterError(f"direction must be 'remove' or 'add', got {direction!r}")
+        return self.remove if direction == "remove" else self.add
+
+    def _dirs(self, direction):
+        if direction not in DIRECTIONS:
+            raise ParameterError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+        return ("remove", "add") if direction == "both" else (direction,)
+
+    # -- one-shot privacy curve ------------------------------------------------------------------
+    def log_delta(self, epsilon, direction="both"):
+        eps = _check_eps_array(epsilon)
+        out = np.full(eps.shape, -np.inf)
+        for d in self._dirs(direction):
+            out = np.maximum(out, self.plrv(d).log_hockey_stick(eps))
+        return out
+
+    def delta(self, epsilon, direction="both"):
+        """delta(epsilon) = max over directions of E[(1 - e^(epsilon - L))_+]; vectorised over epsilon."""
+        scalar = np.ndim(epsilon) == 0
+        out = np.exp(self.log_delta(epsilon, direction))
+        return float(out[0]) if scalar else out
+
+    def epsilon(self, delta, direction="both"):
+        """Smallest epsilon >= 0 with delta(epsilon) <= delta (inf when no finite epsilon exists)."""
+        scalar = np.ndim(delta) == 0
+        ds = np.atleast_1d(np.asarray(delta, dtype=float))
+        for d in ds:
+            check_finite_real("delta", d, low=0.0, high=1.0)
+        out = np.array([max(self.plrv(d).epsilon(float(x)) for d in self._dirs(direction)) for x in ds])
+        return float(out[0]) if scalar else out
+
+    def rdp(self, alpha, direction="both"):
+        """Renyi divergence of order alpha > 1 (max over directions): K(alpha - 1) / (alpha - 1)."""
+        a = check_finite_real("alpha", alpha, low=1.0)
+        return max(self.plrv(d).cgf(a - 1.0) / (a - 1.0) for d in self._dirs(direction))
+
+
+def _eval_constant(expr, subs):
+    """Numeric value of a parameter-only expression; Sums are evaluated with mpmath.nsum."""
+    import mpmath
+
+    e = expr.subs(subs)
+
+    def num_sum(s):
+        (j, a, b), = s.limits
+        f = sp.lambdify(j, s.function, "mpmath")
+        with mpmath.workdps(30):
+            return sp.Float(mpmath.nsum(f, [a if a.is_finite else -mpmath.inf, b if b.is_finite else mpmath.inf]), 30)
+
+    e = e.replace(lambda z: isinstance(z, sp.Sum), num_sum)
+    try:
+        return float(sp.N(e, 30))
+    except TypeError:
+        raise ParameterError(f"cannot evaluate {expr} at {subs}") from None
+
+
+def _check_eps_array(epsilon):
+    eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
+    if eps.size == 0:
+        raise ParameterError("epsilon is empty")
+    if np.any(np.isnan(eps)) or np.any(eps < 0):
+        bad = eps[np.isnan(eps) | (eps < 0)][0]
+        raise ParameterError(f"epsilon must lie in [0, inf], got {bad!r}")
+    return eps
+
+
+class PLRV:
+    """A privacy-loss random variable: a direction of a mechanism, under its own measure or the dual one.
+
+    ``remove``: L = log p/q, output ~ P.  ``add``: log q/p, output ~ Q.  ``.dual``: same loss, other measure.
+    All methods are vectorised over their first argument.
+    """
+
+    def __init__(self, mech, direction, dual=False):
+        self.mechanism = mech
+        self.direction = direction
+        self.is_dual = dual
+        self._sign = 1.0 if direction == "remove" else -1.0
+        own = 0 if direction == "remove" else 1
+        self._m = 1 - own if dual else own
+        # K_this(t) = K(a t + b) with K(tau) = log E_P[exp(tau L)]
+        self._a = self._sign
+        self._b = {("remove", False): 0.0, ("remove", True): -1.0, ("add", False): -1.0, ("add", True): 0.0}[(direction, dual)]
+
+    @property
+    def dual(self):
+        return PLRV(self.mechanism, self.direction, not self.is_dual)
+
+    def __repr__(self):
+        return f"<PLRV {self.direction}{' dual' if self.is_dual else ''} of {self.mechanism.name}>"
+
+    @property
+    def _core(self):
+        return self.mechanism.core
+
+    @staticmethod
+    def _out(x, like):
+        return float(x[0]) if np.ndim(like) == 0 else x
+
+    def _s(self, s):
+        s = np.atleast_1d(np.asarray(s, dtype=float))
+        if np.any(np.isnan(s)):
+            raise ParameterError("s must not be nan")
+        return s
+
+    def _upper(self, v):
+        """log P(Z > v) directly."""
+        return self._core.log_upper(self._m, v, True) if self._sign > 0 else self._core.log_lower(self._m, -v, True)
+
+    def _lower(self, v):
+        """log P(Z <= v) directly."""
+        return self._core.log_lower(self._m, v, False) if self._sign > 0 else self._core.log_upper(self._m, -v, False)
+
+    @staticmethod
+    def _complement(direct, other, v):
+        """Where the direct log-probability is above log(1/2), log1mexp of the complement is more accurate."""
+        big = direct > -math.log(2.0)
+        if big.any():
+            comp = other(v[big])
+            direct = direct.copy()
+            direct[big] = [N.log1mexp(min(c, 0.0)) for c in comp]
+        return direct
+
+    def logsf(self, s):
+        """log P(Z > s), accurate in both tails."""
+        v = self._s(s)
+        return self._out(self._complement(self._upper(v), self._lower, v), s)
+
+    def logcdf(self, s):
+        """log P(Z <= s), accurate in both tails."""
+        v = self._s(s)
+        return self._out(self._complement(self._lower(v), self._upper, v), s)
+
+    def sf(self, s):
+        return np.exp(self.logsf(s))
+
+    def cdf(self, s):
+        return np.exp(self.logcdf(s))
+
+    def pdf(self, s):
+        """Density of the continuous part (atoms excluded)."""
+        v = self._s(s)
+        return self._out(self._core.pdf(self._m, self._sign * v), s)
+
+    def atoms(self):
+        """(values, probabilities) of the point masses, +/-inf included, sorted by value."""
+        at = self._core.atoms
+        lm = at.logmass(self._m)
+        keep = lm > -np.inf
+        vals = self._sign * at.values[keep]
+        probs = np.exp(lm[keep])
+        order = np.argsort(vals)
+        return vals[order], probs[order]
+
+    @property
+    def support(self):
+        lo, hi = self._core.support
+        return (lo, hi) if self._sign > 0 else (-hi, -lo)
+
+    def cgf(self, t, order=0):
+        """d^order/dt^order log E[exp(t Z)] (order 0..6); +inf where the MGF diverges."""
+        if order not in range(7):
+            raise ParameterError(f"order must be an integer in [0, 6], got {order!r}")
+        scalar = np.ndim(t) == 0
+        ts = np.atleast_1d(np.asarray(t, dtype=float))
+        if np.any(~np.isfinite(ts)):
+            raise ParameterError("t must be finite")
+        out = np.array([self._a ** order * self._core.cgf(self._a * x + self._b, order) for x in ts])
+        return float(out[0]) if scalar else out
+
+    def mgf(self, t):
+        return np.exp(self.cgf(t))
+
+    def cumulants(self, t=0.0, n=6):
+        """[K'(t), ..., K^(n)(t)]: mean, variance and higher cumulants of the t-tilted variable."""
+        return np.array([self.cgf(t, k) for k in range(1, n + 1)])
+
+    # -- hockey stick ----------------------------------------------------------------------------
+    def log_hockey_stick(self, eps):
+        """log of P(Z > eps) - e^eps P(Z' > eps) (Z' the dual) = log E[(1 - e^(eps - Z))_+]."""
+        la = np.atleast_1d(self.logsf(np.asarray(eps, float)))
+        lb = np.atleast_1d(self.dual.logsf(np.asarray(eps, float))) + eps
+        out = np.full(la.shape, -np.inf)
+        pos = la > lb
+        with np.errstate(all="ignore"):
+            out[pos] = la[pos] + np.array([N.log1mexp(x) for x in (lb[pos] - la[pos])])
+        # an atom at +inf has no dual mass: la finite, lb = -inf handled above (log1mexp(-inf) = 0)
+        return out
+
+    def delta(self, epsilon):
+        eps = _check_eps_array(epsilon)
+        r = np.exp(self.log_hockey_stick(eps))
+        return float(r[0]) if np.ndim(epsilon) == 0 else r
+
+    def epsilon(self, delta):
+        d = check_finite_real("delta", delta, low=0.0, high=1.0)
+        logd = math.log(d)
+        f = lambda e: float(self.log_hockey_stick(np.array([e]))[0]) - logd
+        if f(0.0) <= 0:
+            return 0.0
+        hi_support = self.support[1]
+        vals, probs = self.atoms()
+        inf_mass = float(probs[vals == np.inf].sum())
+        if inf_mass >= d:
+            return math.inf
+        if math.isfinite(hi_support):
+            hi = max(hi_support, 1e-12)
+            if f(hi) > 0:
+                return math.inf
+        else:
+            hi = 1.0
+            while f(hi) > 0:
+                hi *= 2.0
+                if hi > 1e6:
+                    raise ParameterError(f"no epsilon below 1e6 reaches delta = {d}")
+
+        def g(e):
+            v = f(e)
+            return v if math.isfinite(v) else -1e300
+
+        return float(brentq(g, 0.0, hi, xtol=1e-13, rtol=8.9e-16, maxiter=500))

@@ -1,0 +1,236 @@
+"""Symbolic derivation: from the densities (p, q) to every expression accounting needs.
+
+The output is a ``Derivation``: a set of named SymPy expressions ("kernels", each a function of one
+variable ``X`` and the family parameters) plus the structure that tells the numeric layer how to combine
+them (non-smooth points, smooth variants of the loss on each side of them, inverses, tails, the CGF).
+Nothing here evaluates numbers; ``codegen`` turns the kernels into Numba functions.
+
+Every SymPy call that can be slow runs under a time limit; when it fails or times out, the kernel is
+simply absent and the numeric layer falls back to compiled quadrature or root finding.
+"""
+from __future__ import annotations
+
+import contextlib
+import itertools
+import signal
+import threading
+
+import sympy as sp
+
+from .errors import SpecificationError
+
+#: the one variable every kernel is a function of (output x, loss value s, or CGF argument t)
+X = sp.Symbol("X", real=True)
+S = sp.Symbol("s", real=True)
+T = sp.Symbol("t", real=True)
+
+SOLVE_SECONDS = 8.0
+INTEGRATE_SECONDS = 12.0
+MGF_SECONDS = 15.0
+
+
+class _Timeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def time_limit(seconds):
+    """Interrupt slow SymPy work (main thread only; elsewhere no limit is applied)."""
+    if threading.current_thread() is not threading.main_thread() or seconds is None:
+        yield
+        return
+
+    def handler(signum, frame):
+        raise _Timeout()
+
+    old = signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def attempt(fn, seconds, default=None):
+    """Run ``fn()`` under a time limit; any failure gives ``default``."""
+    try:
+        with time_limit(seconds):
+            return fn()
+    except _Timeout:
+        return default
+    except Exception:  # SymPy raises many kinds of NotImplementedError/ValueError/TypeError
+        return default
+
+
+# ----------------------------------------------------------------------------------------------------
+# log-space primitives (printed to numerically stable Numba helpers by codegen)
+
+
+class LAE(sp.Function):
+    """log(sum(exp(args))): printed as a chain of stable log-add-exp calls."""
+
+
+class LogErfc(sp.Function):
+    """log(erfc(z)) without underflow."""
+
+
+class Softplus(sp.Function):
+    """log(1 + exp(z))."""
+
+
+class Erfc(sp.Function):
+    """erfc(z) kept unevaluated (SymPy rewrites erfc(-z) as 2 - erfc(z), which cancels in the tails)."""
+
+
+def surely_nonneg(e):
+    """True only when e >= 0 follows from its form and the symbols' assumptions."""
+    if e.is_Number:
+        return e >= 0
+    if e.is_nonnegative:
+        return True
+    if isinstance(e, (sp.exp, Erfc, sp.erfc)):
+        return True
+    if e.is_Mul or e.is_Add:
+        return all(surely_nonneg(a) for a in e.args)
+    if e.is_Pow:
+        return surely_nonneg(e.base) or (e.exp.is_Integer and e.exp % 2 == 0)
+    return False
+
+
+def to_log(e, var):
+    """A SymPy expression equal to log(e) built from stable primitives (e assumed positive)."""
+    e = sp.sympify(e)
+    if e.is_Number:
+        if e > 0:
+            return sp.log(e)
+        if e == 0:
+            return -sp.oo
+        return sp.log(e)
+    if isinstance(e, sp.exp):
+        return stabilize(e.args[0], var)
+    if isinstance(e, (sp.erfc, Erfc)):
+        return LogErfc(stabilize(e.args[0], var))
+    if e.is_Pow:
+        return stabilize(e.exp, var) * to_log(e.base, var)
+    if e.is_Mul:
+        coeff, rest = e.as_coeff_Mul()
+        if coeff < 0:
+            adds = [f for f in sp.Mul.make_args(rest) if f.is_Add]
+            if not adds:
+                return sp.log(stabilize(e, var))
+            rest = rest.xreplace({adds[0]: sp.expand(-adds[0])})
+            coeff = -coeff
+        parts = [to_log(f, var) for f in sp.Mul.make_args(rest)]
+        if coeff != 1:
+            parts.append(sp.log(coeff))
+        return sp.Add(*parts)
+    if e.is_Add:
+        dep = [a for a in e.args if a.has(var)]
+        if dep:
+            const = sp.factor(sp.Add(*[a for a in e.args if not a.has(var)]))
+            terms = dep + ([const] if const != 0 else [])
+        else:
+            dep, const, terms = [a for a in e.args if not a.is_Number], sp.Add(*[a for a in e.args if a.is_Number]), list(e.args)
+        if len(terms) < 2:
+            return sp.log(e.func(*[stabilize(a, var) for a in e.args]))
+        if not all(surely_nonneg(a) for a in terms):
+            return sp.log(e.func(*[stabilize(a, var) for a in e.args]))
+        if len(terms) == 2 and const == 1 and len(dep) == 1 and isinstance(dep[0], sp.exp):
+            return Softplus(stabilize(dep[0].args[0], var))
+        return LAE(*[to_log(a, var) for a in terms])
+    if isinstance(e, sp.Piecewise):
+        return sp.Piecewise(*[(to_log(ex, var), c) for ex, c in e.args])
+    return sp.log(stabilize(e, var))
+
+
+def stabilize(e, var):
+    """Rewrite e for stable evaluation: logs go to log space, exponents are expanded."""
+    e = sp.sympify(e)
+    if e.is_Atom:
+        return e
+    if isinstance(e, sp.log):
+        return to_log(e.args[0], var)
+    return e.func(*[stabilize(a, var) for a in e.args])
+
+
+def tail_form(expr, var, side):
+    """Rewrite erf/atan so that a tail probability (side = +1: x -> oo, -1: x -> -oo) has no cancellation."""
+    target = sp.oo if side > 0 else -sp.oo
+    reps = {}
+    for f in expr.atoms(sp.erf):
+        z = f.args[0]
+        lim = attempt(lambda z=z: sp.limit(z, var, target), SOLVE_SECONDS)
+        if lim == sp.oo:
+            reps[f] = 1 - Erfc(z)
+        elif lim == -sp.oo:
+            reps[f] = Erfc(sp.expand(-z)) - 1
+    for f in expr.atoms(sp.atan):
+        z = f.args[0]
+        lim = attempt(lambda z=z: sp.limit(z, var, target), SOLVE_SECONDS)
+        if lim == sp.oo:
+            reps[f] = sp.Piecewise((sp.pi / 2 - sp.atan(1 / z), z > 0), (sp.atan(z), True))
+        elif lim == -sp.oo:
+            reps[f] = sp.Piecewise((-sp.pi / 2 - sp.atan(1 / z), z < 0), (sp.atan(z), True))
+    if not reps:
+        return attempt(lambda: sp.simplify(expr), SOLVE_SECONDS, expr)
+    out = sp.expand(expr.xreplace(reps))
+    erfcs = sorted(out.atoms(Erfc), key=sp.default_sort_key)
+    if erfcs:
+        out = sp.collect(out, erfcs, evaluate=False)
+        out = sp.Add(*[sp.factor(c) * k for k, c in out.items()])
+        return out
+    return attempt(lambda: sp.simplify(out), SOLVE_SECONDS, out)
+
+
+# ----------------------------------------------------------------------------------------------------
+# helpers on densities
+
+
+def log_density(p, var):
+    """log p expanded and simplified (sums of densities stay as log of a sum; printed via LAE)."""
+    if p.is_Add:
+        return sp.log(p)  # a mixture: printed as log-add-exp of its terms, never simplified into cancellation
+    lp = sp.expand_log(sp.log(p), force=True)
+    return attempt(lambda: sp.simplify(lp), SOLVE_SECONDS, lp)
+
+
+def simplify_ratio(p, q, var):
+    """p/q as a sum of simplified terms: for a mixture p = sum_i w_i p_i, sum_i w_i (p_i/q)."""
+    terms = sp.Add.make_args(p)
+    out = []
+    for term in terms:
+        r = sp.powsimp(term / q, force=True)
+        r = attempt(lambda r=r: sp.simplify(r), SOLVE_SECONDS, r)
+        r = r.replace(lambda z: isinstance(z, sp.exp), lambda z: sp.exp(sp.expand(z.args[0])))
+        out.append(r)
+    dep = [r for r in out if r.has(var)]
+    const = sp.factor(sp.Add(*[r for r in out if not r.has(var)]))
+    return sp.Add(*dep) + const
+
+
+def privacy_loss(p, q, var):
+    """L = log(p/q), simplified."""
+    r = simplify_ratio(p, q, var)
+    if not r.is_Add:
+        L = sp.expand_log(sp.log(r), force=True)
+        return attempt(lambda: sp.simplify(L), SOLVE_SECONDS, L)
+    return sp.log(r)
+
+
+def real_solutions(eq, var, seconds=SOLVE_SECONDS):
+    """Solutions of eq = 0 for var (None when SymPy cannot solve), dropping manifestly complex ones."""
+    sols = attempt(lambda: sp.solve(eq, var), seconds)
+    if sols is None:
+        return None
+    out = []
+    for s in sols:
+        if isinstance(s, dict):
+            return None
+        if s.has(sp.I) or s.has(sp.LambertW):
+            continue
+        out.append(s)
+    return out
+
+
+UNSUPPORTED_CONTINUOUS = (sp.Heaviside, sp.Piecewise, sp.Max, sp.Min, sp.sign, sp.floor, sp.ceiling)

@@ -1,0 +1,41 @@
+"""Transforms that map a mechanism to a new symbolic family, so the same derivation applies.
+
+``subsample(m, q)``: Poisson subsampling at rate q under add/remove.  With the individual, the output is
+drawn from P with probability q and from Q otherwise, so the pair is ((1-q) Q + q P, Q); both of its
+directions are available as ``.remove`` and ``.add`` like for any mechanism.
+"""
+from __future__ import annotations
+
+import sympy as sp
+
+from .errors import ParameterError, check_finite_real
+from .family import Family, Mechanism
+
+RATE = sp.Symbol("sampling_rate", positive=True)
+RATE_C = sp.Symbol("sampling_rate_complement", nonnegative=True)  # 1 - RATE, known non-negative
+_SUBSAMPLED = {}
+
+
+def subsampled_family(family):
+    """The symbolic family of Poisson-subsampled ``family`` (extra parameter ``sampling_rate`` in (0, 1])."""
+    key = id(family)
+    if key not in _SUBSAMPLED:
+        if RATE in family.parameters:
+            raise ParameterError("the family is already subsampled; compose the rates instead")
+        p2 = RATE_C * family.q + RATE * family.p
+        dom = family.spec
+        domain = (sp.FiniteSet(*dom.points) if dom.kind == "finite" else
+                  sp.Integers if dom.kind == "integers" else sp.Interval(dom.lo, dom.hi))
+        _SUBSAMPLED[key] = (family, Family(p2, family.q, family.var, name=f"subsampled_{family.name}",
+                                           domain=domain, constraints={"sampling_rate": "(0, 1]"},
+                                           derived={RATE_C: 1 - RATE}, defaults=family.defaults))
+    return _SUBSAMPLED[key][1]
+
+
+def subsample(mechanism, q):
+    """Poisson subsampling of a bound mechanism at rate q in (0, 1]."""
+    if not isinstance(mechanism, Mechanism):
+        raise ParameterError(f"subsample expects a Mechanism, got {type(mechanism).__name__}")
+    rate = check_finite_real("q", q, low=0.0, high=1.0, high_open=False)
+    fam = subsampled_family(mechanism.family)
+    return fam(**mechanism.params, sampling_rate=rate)
