@@ -161,21 +161,36 @@ class ContinuousCore:
         return roots
 
     def _limit_L(self, v, x):
+        """L at a piece end; at +/-inf the symbolic limit is used only where the kernel confirms it."""
         if np.isfinite(x):
             return self._f(v["L"], x)
-        name = v["Llo"] if x < 0 else v["Lhi"]
-        if name is not None:
-            val = self._const(name)
-            if not math.isnan(val):
-                return val
-        last = np.nan
-        for k in range(2, 300, 2):
+        # walk out along x = +/-10^k; stop at the first converged value (further out, the kernel may
+        # cancel catastrophically), or report divergence
+        seq = []
+        conv = None
+        for k in range(1, 300):
             y = self._f(v["L"], math.copysign(10.0 ** k, x))
-            if math.isfinite(y):
-                last = y
-            else:
+            if not math.isfinite(y):
+                if y in (np.inf, -np.inf) and conv is None:
+                    conv = y
                 break
-        return last
+            if seq and abs(y - seq[-1]) <= 1e-13 * (1 + abs(y)):
+                conv = y
+                break
+            seq.append(y)
+        if conv is None and len(seq) > 3 and abs(seq[-1]) > 1e6 and abs(seq[-1]) > abs(seq[-2]) > abs(seq[-3]):
+            conv = math.copysign(np.inf, seq[-1])
+        name = v["Llo"] if x < 0 else v["Lhi"]
+        sym = self._const(name) if name is not None else np.nan
+        if conv is None:
+            if math.isnan(sym):
+                raise DerivationError(f"cannot determine the limit of the privacy loss at x = {x}")
+            return sym
+        if math.isfinite(sym) and abs(sym - conv) <= 1e-7 * (1 + abs(sym)):
+            return sym  # the exact symbolic value, confirmed by the kernel
+        if math.isinf(sym) and sym == conv:
+            return sym
+        return conv
 
     def _make_pieces(self):
         edges = self._split_points()

@@ -157,6 +157,18 @@ def _limit(e, var, point):
     return sy.attempt(lambda: sp.limit(e, var, point), sy.SOLVE_SECONDS)
 
 
+def _tail(G, var, side):
+    """Left CDF (side -1) or right survival function (side +1) from an antiderivative, cancellation-free."""
+    try:
+        g0 = _limit(G, var, side * sp.oo)
+        if not _finite_expr(g0) or g0.is_finite is False:
+            return None
+        F = sy.tail_form(G - g0 if side < 0 else g0 - G, var, side)
+        return F if _finite_expr(F) else None
+    except Exception:
+        return None
+
+
 def _derive_variant(d, key, pv, qv, var, spec, inverse_display):
     pre = "v" + key.replace("+", "P").replace("-", "M") + "_"
     Lv = sy.privacy_loss(pv, qv, var)
@@ -177,25 +189,19 @@ def _derive_variant(d, key, pv, qv, var, spec, inverse_display):
             out["inv"] = [d.add(f"{pre}inv{i}", sy.stabilize(e, sy.S), sy.S) for i, e in enumerate(inv)]
             inverse_display.append((key, inv))
     for m, dens in (("p", pv), ("q", qv)):
+        for k in (f"G{m}", f"Fl{m}", f"Sr{m}", f"logFl{m}", f"logSr{m}"):
+            out[k] = None
         G = sy.attempt(lambda dens=dens: sp.integrate(dens, var), sy.INTEGRATE_SECONDS)
         if not _finite_expr(G):
-            for k in (f"G{m}", f"Fl{m}", f"Sr{m}", f"logFl{m}", f"logSr{m}"):
-                out[k] = None
             continue
         out[f"G{m}"] = d.add(pre + f"G{m}", G, var)
-        out[f"Fl{m}"] = out[f"logFl{m}"] = out[f"Sr{m}"] = out[f"logSr{m}"] = None
-        if spec.lo == -sp.oo:
-            g0 = _limit(G, var, -sp.oo)
-            if _finite_expr(g0) and g0.is_finite is not False:
-                F = sy.tail_form(G - g0, var, -1)
-                out[f"Fl{m}"] = d.add(pre + f"Fl{m}", F, var)
-                out[f"logFl{m}"] = d.add(pre + f"logFl{m}", sy.to_log(F, var), var)
-        if spec.hi == sp.oo:
-            g1 = _limit(G, var, sp.oo)
-            if _finite_expr(g1) and g1.is_finite is not False:
-                Sv = sy.tail_form(g1 - G, var, +1)
-                out[f"Sr{m}"] = d.add(pre + f"Sr{m}", Sv, var)
-                out[f"logSr{m}"] = d.add(pre + f"logSr{m}", sy.to_log(Sv, var), var)
+        for side, point, key in ((-1, spec.lo, "Fl"), (1, spec.hi, "Sr")):
+            if point.is_finite:
+                continue  # a finite end: masses come from differences of G (or quadrature)
+            tail = _tail(G, var, side)
+            if tail is not None:
+                out[f"{key}{m}"] = d.add(pre + f"{key}{m}", tail, var)
+                out[f"log{key}{m}"] = d.add(pre + f"log{key}{m}", sy.to_log(tail, var), var)
     for end, point in (("Llo", spec.lo), ("Lhi", spec.hi)):
         lim = _limit(Lv, var, point)
         out[end] = d.add(pre + end, lim) if lim is not None and not lim.has(sp.nan, sp.zoo, sp.AccumBounds) and not lim.has(var) else None

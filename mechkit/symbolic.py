@@ -101,6 +101,8 @@ def surely_nonneg(e):
 def to_log(e, var):
     """A SymPy expression equal to log(e) built from stable primitives (e assumed positive)."""
     e = sp.sympify(e)
+    if e is sp.nan:
+        return sp.nan
     if e.is_Number:
         if e > 0:
             return sp.log(e)
@@ -112,7 +114,13 @@ def to_log(e, var):
     if isinstance(e, (sp.erfc, Erfc)):
         return LogErfc(stabilize(e.args[0], var))
     if e.is_Pow:
-        return stabilize(e.exp, var) * to_log(e.base, var)
+        if surely_nonneg(e.base):
+            return stabilize(e.exp, var) * to_log(e.base, var)
+        if e.exp.is_Integer and e.exp % 2 == 0:
+            return e.exp * sp.log(sp.Abs(stabilize(e.base, var)))
+        return sp.log(stabilize(e, var))
+    if e.is_Mul and not all(surely_nonneg(f) for f in sp.Mul.make_args(e.as_coeff_Mul()[1])):
+        return sp.log(stabilize(e, var))
     if e.is_Mul:
         coeff, rest = e.as_coeff_Mul()
         if coeff < 0:
