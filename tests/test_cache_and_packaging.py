@@ -1,0 +1,52 @@
+"""The derivation and the compiled kernels are reused by a second process; the wheel ships the catalog."""
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SCRIPT = r"""
+import sys
+sys.path.insert(0, {root!r})
+import mechkit.family as F
+if {forbid}:
+    def boom(spec):
+        raise SystemExit("derivation was run again")
+    F.derive = boom
+import mechkit as mk
+m = mk.subsample(mk.gaussian(sigma=1.3), 0.02)
+print(float(m.remove.cdf(0.1)), m.remove.cgf(0.5, 2), m.delta(0.5))
+"""
+
+
+def run(cache, forbid):
+    env = dict(os.environ, MECHKIT_CACHE_DIR=str(cache), NUMBA_DEBUG_CACHE="1")
+    out = subprocess.run([sys.executable, "-c", SCRIPT.format(root=str(ROOT), forbid=forbid)], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout
+
+
+@pytest.mark.slow
+def test_second_process_neither_derives_nor_compiles(tmp_path):
+    first = run(tmp_path, False)
+    second = run(tmp_path, True)
+    assert first.strip().splitlines()[-1] == second.strip().splitlines()[-1]
+    # NUMBA_DEBUG_CACHE reports every compilation it saves; a warm process saves nothing
+    assert "data saved" not in second
+
+
+@pytest.mark.slow
+def test_wheel_ships_the_catalog(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(tmp_path)],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    wheel = next(tmp_path.glob("mechkit-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    for mod in ("gaussian", "laplace", "randomized_response", "discrete_laplace", "discrete_gaussian"):
+        assert f"mechkit/catalog/{mod}.py" in names
+    assert "mechkit/_numerics.py" in names
