@@ -142,13 +142,26 @@ def _derive_continuous(spec):
         pv, qv = p.xreplace(rep), q.xreplace(rep)
         st["variants"][key] = _derive_variant(d, key, pv, qv, var, spec, inverse_display)
     d.display["inverse_loss"] = inverse_display
-    if not absargs and not (p.is_Add or q.is_Add):  # (sum)^(1+t) has no closed form for symbolic t
+    if not absargs and _gaussian_type(p, q, var):
         integrand = sp.exp(sp.expand((1 + sy.T) * sy.log_density(p, var) - sy.T * sy.log_density(q, var)))
         mgf = sy.attempt(lambda: sp.integrate(integrand, (var, spec.lo, spec.hi), conds="none"), sy.MGF_SECONDS)
         if mgf is not None:
             st["cgf"] = _cgf_kernels(d, mgf)
     d.structure = st
     return d
+
+
+def _gaussian_type(p, q, var):
+    """True when (1+t) log p - t log q is a polynomial of degree <= 2 in var: the MGF integral then has a
+    closed form SymPy finds quickly; otherwise (mixtures, logistic, Cauchy...) trying costs seconds for nothing."""
+    if p.is_Add or q.is_Add:
+        return False
+    e = sp.expand(sp.expand_log((1 + sy.T) * sy.log_density(p, var) - sy.T * sy.log_density(q, var), force=True))
+    try:
+        poly = sp.Poly(e, var)
+    except sp.PolynomialError:
+        return False
+    return poly.degree() <= 2 and not any(c.has(var) for c in poly.coeffs())
 
 
 def _limit(e, var, point):

@@ -228,7 +228,9 @@ def privacy_loss(p, q, var):
 
 def real_solutions(eq, var, seconds=SOLVE_SECONDS):
     """Solutions of eq = 0 for var (None when SymPy cannot solve), dropping manifestly complex ones."""
-    sols = attempt(lambda: sp.solve(eq, var), seconds)
+    # check=False: candidates are verified numerically at bind time (residual and range), which also
+    # rejects spurious roots; SymPy's own check is the slow part of solve
+    sols = attempt(lambda: sp.solve(eq, var, check=False), seconds)
     if sols is None:
         return None
     out = []
