@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 from . import gdp, rdp
+from .composition import Composition, compose
+from .estimate import Estimate, EstimateArray
 from .errors import (DerivationError, MechkitError, NumericalLimitError, ParameterError,
                      SpecificationError)
 from .family import PLRV, Family, Mechanism
@@ -61,6 +63,6 @@ def discrete_gaussian(sigma, sensitivity=1):
     return catalog("discrete_gaussian").family(sigma=sigma, sensitivity=sensitivity)
 
 
-__all__ = ["rdp", "Family", "Mechanism", "PLRV", "subsample", "subsampled_family", "gdp", "catalog", "gaussian",
+__all__ = ["compose", "Composition", "Estimate", "EstimateArray", "rdp", "Family", "Mechanism", "PLRV", "subsample", "subsampled_family", "gdp", "catalog", "gaussian",
            "laplace", "randomized_response", "discrete_laplace", "discrete_gaussian", "MechkitError",
            "SpecificationError", "ParameterError", "DerivationError", "NumericalLimitError"]

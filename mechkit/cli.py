@@ -79,6 +79,8 @@ def main(argv=None, out=sys.stdout):
     sp_eps.add_argument("name")
     sp_eps.add_argument("--steps", type=int, required=True)
     sp_eps.add_argument("--delta", type=float, required=True)
+    sp_eps.add_argument("--method", default="fft", choices=sorted(mk.composition.ACCOUNTANTS))
+    sp_eps.add_argument("--eps-error", type=float, default=None, help="fft: half-width of the certified interval")
     args, extra = ap.parse_known_args(argv)
     try:
         params = _parse_params(extra)
@@ -88,10 +90,12 @@ def main(argv=None, out=sys.stdout):
         else:
             if args.steps < 1:
                 raise MechkitError(f"--steps must be a positive integer, got {args.steps}")
-            eps, alpha = mk.rdp.epsilon([(m, args.steps)], args.delta)
+            opts = {} if args.eps_error is None else {"eps_error": args.eps_error}
+            est = mk.compose((m, args.steps)).epsilon(args.delta, method=args.method, **opts)
             print(f"mechanism  {m.name} x {args.steps} steps, delta = {args.delta:g}", file=out)
-            print(f"epsilon    <= {eps:.6f}   (Renyi-DP upper bound at alpha = {alpha:.3f}; "
-                  "certified two-sided bounds come with the FFT composer)", file=out)
+            print(f"epsilon    {float(est):.6f}", file=out)
+            print(f"bounds     [{est.lower:.6f}, {est.upper:.6f}]  (certified, method {est.method}; "
+                  "max over add and remove)", file=out)
     except MechkitError as exc:
         print(f"mechkit: error: {exc}", file=sys.stderr)
         return 2

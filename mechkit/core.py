@@ -367,7 +367,9 @@ class ContinuousCore:
         self.cgf_source = "closed form"
 
     def cgf(self, tau, order=0):
-        tau = float(tau)
+        return _memo_cgf(self, float(tau), order)
+
+    def _cgf_uncached(self, tau, order):
         if self._cgf_closed is not None and order < len(self._cgf_closed):
             val = self._f(self._cgf_closed[order], tau)
             if math.isfinite(val):
@@ -412,6 +414,20 @@ class ContinuousCore:
                     f"(tolerance {NORMALISATION_TOL:g}); check the normalising constant")
         if all(pc.logmass[0] == _NEG_INF or pc.logmass[1] == _NEG_INF for pc in self.pieces):
             raise SpecificationError("p and q have disjoint supports: the privacy loss is infinite everywhere")
+
+
+CGF_MEMO_SIZE = 4096
+
+
+def _memo_cgf(core, tau, order):
+    """CGF values are pure functions of (tau, order) for a bound mechanism: remember them (bounded)."""
+    memo = core.__dict__.setdefault("_cgf_memo", {})
+    key = (tau, order)
+    if key not in memo:
+        if len(memo) >= CGF_MEMO_SIZE:
+            memo.clear()
+        memo[key] = core._cgf_uncached(tau, order)
+    return memo[key]
 
 
 def _diverges(core, pc, lp, lq, tau, gs):
@@ -586,7 +602,9 @@ class DiscreteCore:
         return np.zeros(np.atleast_1d(s).shape)
 
     def cgf(self, tau, order=0):
-        tau = float(tau)
+        return _memo_cgf(self, float(tau), order)
+
+    def _cgf_uncached(self, tau, order):
         if self._cgf_closed is not None and order < len(self._cgf_closed):
             val = float(getattr(self.mod, "k_" + self._cgf_closed[order])(tau, self.theta))
             if math.isfinite(val):

@@ -1,0 +1,174 @@
+"""The certified FFT composer against independent truths: lower <= truth <= upper, always."""
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import mechkit as mk
+from mechkit import NumericalLimitError, ParameterError
+
+
+def rr_delta(e0, k, eps):
+    """Exact delta(eps) of k-fold randomized response: L = e0 (2j - k), j ~ Binomial(k, e^e0/(1+e^e0))."""
+    p = math.exp(e0) / (1 + math.exp(e0))
+    tot = 0.0
+    for j in range(k + 1):
+        loss = e0 * (2 * j - k)
+        if loss > eps:
+            tot += math.comb(k, j) * p ** j * (1 - p) ** (k - j) * -math.expm1(eps - loss)
+    return tot
+
+
+@pytest.mark.parametrize("sigma,k", [(2.0, 1), (1.0, 30), (5.0, 1000)])
+def test_gaussian_composition_inside_bounds_of_exact_curve(sigma, k):
+    run = mk.compose((mk.gaussian(sigma=sigma), k))
+    mu = math.sqrt(k) / sigma
+    for delta in (1e-3, 1e-6):
+        e = run.epsilon(delta)
+        truth = mk.gdp.epsilon(mu, delta)
+        assert e.certified and e.lower <= truth <= e.upper
+        # width: 2 eps_error horizontally, plus the effect of +/- (delta_error + fp) on the exact curve (Thm 5.5)
+        slack = e.details["delta_error"] + e.details["fp_allowance"]
+        extra = mk.gdp.epsilon(mu, delta - slack) - mk.gdp.epsilon(mu, delta + slack)
+        assert 2 * e.details["eps_error"] - 1e-12 <= e.upper - e.lower <= 2 * e.details["eps_error"] + 1.05 * extra + 1e-9
+        assert abs(float(e) - truth) < 1e-3
+    d = run.delta([0.5, 1.0, 3.0])
+    truth = mk.gdp.delta(mu, [0.5, 1.0, 3.0])
+    assert np.all(d.lower <= truth) and np.all(truth <= d.upper)
+
+
+def test_heterogeneous_gaussians_match_gdp():
+    run = mk.compose((mk.gaussian(sigma=1.0), 3), (mk.gaussian(sigma=2.0), 20), mk.gaussian(sigma=0.5))
+    mu = math.sqrt(3 + 20 / 4 + 4)
+    e = run.epsilon(1e-5)
+    assert e.lower <= mk.gdp.epsilon(mu, 1e-5) <= e.upper
+
+
+@pytest.mark.parametrize("e0,k", [(0.5, 20), (0.1, 300), (1.5, 7)])
+def test_randomized_response_against_binomial_sum(e0, k):
+    run = mk.compose((mk.randomized_response(epsilon=e0), k))
+    eps = np.array([0.0, 0.3, 1.0, 2.5])
+    d = run.delta(eps)
+    truth = np.array([rr_delta(e0, k, x) for x in eps])
+    assert np.all(d.lower <= truth + 1e-15) and np.all(truth <= d.upper + 1e-15)
+
+
+def test_fourier_accountant_table_value_inside_bounds():
+    # notes.md 8.1 V1: q = 0.01, sigma = 1.5, k = 1e4, eps = 1: converged delta 0.04960141031
+    run = mk.compose((mk.subsample(mk.gaussian(sigma=1.5), 0.01), 10_000))
+    d = run.delta(1.0)
+    assert d.lower <= 0.0496014103163 <= d.upper
+    assert abs(float(d) - 0.0496014103163) < 2e-6
+
+
+def test_remove_dominates_for_subsampled_gaussian_and_max_is_reported():
+    sg = mk.subsample(mk.gaussian(sigma=1.0), 0.05)
+    run = mk.compose((sg, 50))
+    from mechkit import fft
+    grid = fft.plan(run.items, 0.01, 1e-10)
+    rem = fft.compose_direction(run.items, "remove", grid).delta(np.array([1.0]))[0]
+    add = fft.compose_direction(run.items, "add", grid).delta(np.array([1.0]))[0]
+    assert rem > add
+    assert float(run.delta(1.0)) == pytest.approx(max(rem, add), rel=1e-12)
+
+
+@settings(max_examples=12, deadline=None)
+@given(mu=st.floats(0.1, 6.0), k=st.integers(1, 2000), logd=st.floats(-9, -2), eps=st.floats(0.0, 6.0))
+def test_bounds_contain_truth_random_gaussian(mu, k, logd, eps):
+    # q = 1 subsampling is the Gaussian itself, run through the quadrature path: exact truth from mu-GDP
+    sigma = math.sqrt(k) / mu
+    run = mk.compose((mk.subsample(mk.gaussian(sigma=sigma), 1.0), k))
+    delta = 10.0 ** logd
+    try:
+        e = run.epsilon(delta, eps_error=0.05)
+    except NumericalLimitError:
+        # refusing is right only below the floating-point floor of the grid (notes.md 1.4)
+        assert delta < 1e-6
+    else:
+        truth = mk.gdp.epsilon(mu, delta)
+        assert e.lower <= truth <= e.upper
+    d = run.delta(eps, eps_error=0.05)
+    t = mk.gdp.delta(mu, eps)
+    assert d.lower <= t <= d.upper
+
+
+@settings(max_examples=10, deadline=None)
+@given(e0=st.floats(0.05, 2.0), k=st.integers(1, 60), eps=st.floats(0.0, 4.0))
+def test_bounds_contain_truth_random_rr(e0, k, eps):
+    d = mk.compose((mk.randomized_response(epsilon=e0), k)).delta(eps, eps_error=0.05)
+    t = rr_delta(e0, k, eps)
+    assert d.lower - 1e-15 <= t <= d.upper + 1e-15
+
+
+def test_bad_input_leaves_composition_unchanged():
+    g = mk.gaussian(sigma=1.0)
+    run = mk.compose((g, 10))
+    before = run.items
+    for kwargs in ({"delta": 0.0}, {"delta": 1.0}, {"delta": -1e-5}, {"delta": float("nan")}):
+        with pytest.raises(ParameterError, match="delta"):
+            run.epsilon(**kwargs)
+    with pytest.raises(ParameterError, match="epsilon"):
+        run.delta(-0.5)
+    with pytest.raises(ParameterError, match="eps_error"):
+        run.epsilon(1e-5, eps_error=float("inf"))
+    with pytest.raises(ParameterError, match="delta_error"):
+        run.delta(1.0, delta_error=float("nan"))
+    with pytest.raises(ParameterError, match="unknown method"):
+        run.epsilon(1e-5, method="nope")
+    assert run.items == before
+    with pytest.raises(AttributeError):
+        run._items = ()
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True, "10"])
+def test_bad_counts(bad):
+    with pytest.raises(ParameterError, match="count"):
+        mk.compose((mk.gaussian(sigma=1.0), bad))
+
+
+def test_zero_mechanisms_and_wrong_types():
+    with pytest.raises(ParameterError, match="at least one"):
+        mk.compose()
+    with pytest.raises(ParameterError, match="cannot compose"):
+        mk.compose(3.0)
+
+
+def test_compose_merges_and_nests():
+    a = mk.gaussian(sigma=1.0)
+    run = mk.compose((a, 5), mk.gaussian(sigma=1.0), (mk.compose((a, 2)), 3))
+    assert len(run) == 1 and run.total_count == 12
+
+
+def test_memory_limit_raises_before_allocating():
+    run = mk.compose((mk.gaussian(sigma=1.0), 10))
+    with pytest.raises(ParameterError, match=r"eps_error >= .* fits"):
+        run.epsilon(1e-5, eps_error=1e-6, memory_limit=10 * 2**20)
+
+
+def test_tiny_delta_says_it_cannot_be_certified():
+    run = mk.compose((mk.subsample(mk.gaussian(sigma=2.0), 0.01), 3000))
+    with pytest.raises(NumericalLimitError, match=r"smallest certifiable delta.*spa"):
+        run.epsilon(1e-15)
+
+
+def test_estimate_behaves_as_number():
+    e = mk.compose(mk.gaussian(sigma=1.0)).epsilon(1e-5)
+    assert isinstance(e, float) and e * 2 == pytest.approx(2 * e.value)
+    assert e.method == "fft" and e.lower <= e <= e.upper
+
+
+@pytest.mark.parametrize("p,sigma,k,delta,ref", [
+    (1e-3, 0.8, 100, 1e-7, 0.44118), (1e-3, 0.8, 1000, 1e-7, 0.70371), (1e-3, 0.8, 2000, 1e-7, 0.80712),
+    (0.05, 1.0, 200, 1e-5, 4.76592)])
+def test_notes_8_3_dp_sgd_epsilons(p, sigma, k, delta, ref):
+    # notes.md 8.3: independent re-implementations (PRV with eps_error 0.01, and FA for the last row)
+    e = mk.compose((mk.subsample(mk.gaussian(sigma=sigma), p), k)).epsilon(delta)
+    assert e.lower <= ref <= e.upper
+    assert float(e) == pytest.approx(ref, abs=2e-5)
+
+
+def test_notes_8_3_delta():
+    d = mk.compose((mk.subsample(mk.gaussian(sigma=0.8), 4e-3), 1000)).delta(1.5)
+    assert float(d) == pytest.approx(2.575e-6, rel=1e-3)
+    assert d.lower <= 2.575e-6 <= d.upper
