@@ -165,7 +165,7 @@ def test_notes_8_3_dp_sgd_epsilons(p, sigma, k, delta, ref):
     # notes.md 8.3: independent re-implementations (PRV with eps_error 0.01, and FA for the last row)
     e = mk.compose((mk.subsample(mk.gaussian(sigma=sigma), p), k)).epsilon(delta)
     assert e.lower <= ref <= e.upper
-    assert float(e) == pytest.approx(ref, abs=2e-5)
+    assert float(e) == pytest.approx(ref, abs=5e-5)  # refs are given to 5 digits
 
 
 def test_notes_8_3_delta():
