@@ -18,21 +18,21 @@ __version__ = "0.1.0"
 
 
 def catalog(name):
-    """The catalog module ``name`` (``mechanisms/<name>.py``, shipped as ``mechkit.catalog.<name>``)."""
+    """The catalog module ``name`` (``mechanisms/<name>.py``, shipped as ``mechkit.mechanisms.<name>``)."""
     try:
-        return importlib.import_module(f"mechkit.catalog.{name}")
+        return importlib.import_module(f"mechkit.mechanisms.{name}")
     except ModuleNotFoundError as exc:
-        if exc.name not in ("mechkit.catalog", f"mechkit.catalog.{name}"):
+        if exc.name not in ("mechkit.mechanisms", f"mechkit.mechanisms.{name}"):
             raise
     # running from a source tree without installation: the catalog is the top-level folder `mechanisms/`
     src = Path(__file__).resolve().parent.parent / "mechanisms"
-    if "mechkit.catalog" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("mechkit.catalog", src / "__init__.py",
+    if "mechkit.mechanisms" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("mechkit.mechanisms", src / "__init__.py",
                                                       submodule_search_locations=[str(src)])
         mod = importlib.util.module_from_spec(spec)
-        sys.modules["mechkit.catalog"] = mod
+        sys.modules["mechkit.mechanisms"] = mod
         spec.loader.exec_module(mod)
-    return importlib.import_module(f"mechkit.catalog.{name}")
+    return importlib.import_module(f"mechkit.mechanisms.{name}")
 
 
 CATALOG = ("gaussian", "laplace", "randomized_response", "discrete_laplace", "discrete_gaussian")

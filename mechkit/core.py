@@ -318,35 +318,70 @@ class ContinuousCore:
             x[idx] = N.invert_many(self._k(pc.v["L"]), s[idx], pc.a, pc.b, pc.inc, self.theta)
         return x
 
+    def _tail_kernel(self, pc, m, right):
+        """The closed-form log tail mass of the piece towards its infinite end, or None."""
+        tag = "p" if m == 0 else "q"
+        if right and pc.b == np.inf:
+            return pc.v["logSr" + tag]
+        if not right and pc.a == -np.inf:
+            return pc.v["logFl" + tag]
+        return None
+
+    def _fused_tail(self, pc, m, s, tail, right):
+        """log mass beyond L^{-1}(s) in one compiled pass (inverse, check, tail); quadrature where it fails."""
+        s = np.ascontiguousarray(s, dtype=float)
+        xs = np.empty(s.shape)
+        vals = np.empty(s.shape)
+        f = self._k(pc.v["L"])
+        inv = self._k(pc.inv) if pc.inv is not None else f
+        with np.errstate(all="ignore"):
+            N.inverse_then(inv, pc.inv is not None, f, self._k(tail), s, pc.a, pc.b, pc.inc, 1e-9,
+                           self.theta, xs, vals)
+        bad = np.nonzero(np.isnan(vals))[0]
+        for i in bad:
+            u, v = (xs[i], pc.b) if right else (pc.a, xs[i])
+            vals[i] = self._quad_logmass(pc, m, u, v)
+        return vals
+
     # -- the law of L --------------------------------------------------------------------------------
     def _region_logmass(self, m, s, above):
         """log P_m of {L > s} (above) or {L < s} summed over the monotone pieces."""
         s = np.atleast_1d(np.asarray(s, float))
-        total = np.full(s.shape, _NEG_INF)
+        total = None
         for pc in self.mono:
             lo, hi = min(pc.La, pc.Lb), max(pc.La, pc.Lb)
-            whole = (s <= lo) if above else (s >= hi)
+            part = np.where((s <= lo) if above else (s >= hi), pc.logmass[m], _NEG_INF)
             inside = (s > lo) & (s < hi)
-            part = np.full(s.shape, _NEG_INF)
-            part[whole] = pc.logmass[m]
-            if inside.any():
-                xs = self._invert(pc, s[inside])
+            n_in = int(np.count_nonzero(inside))
+            if n_in:
                 # {L > s} is (x_s, b) on an increasing piece, (a, x_s) on a decreasing one
-                if pc.inc == above:
-                    u, v = xs, np.full(xs.shape, pc.b)
+                sub = s if n_in == s.size else s[inside]
+                tail = self._tail_kernel(pc, m, pc.inc == above)
+                if tail is not None:
+                    vals = self._fused_tail(pc, m, sub, tail, pc.inc == above)
                 else:
-                    u, v = np.full(xs.shape, pc.a), xs
-                part[inside] = self._logmass(pc, m, u, v)
-            total = np.logaddexp(total, part)
-        return total
+                    xs = self._invert(pc, sub)
+                    if pc.inc == above:
+                        u, v = xs, np.full(xs.shape, pc.b)
+                    else:
+                        u, v = np.full(xs.shape, pc.a), xs
+                    vals = self._logmass(pc, m, u, v)
+                if n_in == s.size:
+                    part = vals
+                else:
+                    part[inside] = vals
+            total = part if total is None else np.logaddexp(total, part)
+        return np.full(s.shape, _NEG_INF) if total is None else total
 
     def log_upper(self, m, s, strict=True):
         s = np.atleast_1d(np.asarray(s, float))
-        return np.logaddexp(self._region_logmass(m, s, True), self.atoms.log_upper(m, s, strict))
+        region = self._region_logmass(m, s, True)
+        return region if not self.atoms.values.size else np.logaddexp(region, self.atoms.log_upper(m, s, strict))
 
     def log_lower(self, m, s, strict=False):
         s = np.atleast_1d(np.asarray(s, float))
-        return np.logaddexp(self._region_logmass(m, s, False), self.atoms.log_lower(m, s, strict))
+        region = self._region_logmass(m, s, False)
+        return region if not self.atoms.values.size else np.logaddexp(region, self.atoms.log_lower(m, s, strict))
 
     def pdf(self, m, s):
         s = np.atleast_1d(np.asarray(s, float))

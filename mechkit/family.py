@@ -373,6 +373,7 @@ class PLRV:
         self.mechanism = mech
         self.direction = direction
         self.is_dual = dual
+        self._med = None
         self._sign = 1.0 if direction == "remove" else -1.0
         own = 0 if direction == "remove" else 1
         self._m = 1 - own if dual else own
@@ -409,25 +410,69 @@ class PLRV:
         """log P(Z <= v) directly."""
         return self._core.log_lower(self._m, v, False) if self._sign > 0 else self._core.log_upper(self._m, -v, False)
 
-    @staticmethod
-    def _complement(direct, other, v):
-        """Where the direct log-probability is above log(1/2), log1mexp of the complement is more accurate."""
-        big = direct > -math.log(2.0)
-        if big.any():
-            comp = other(v[big])
-            direct = direct.copy()
-            direct[big] = [N.log1mexp(min(c, 0.0)) for c in comp]
-        return direct
+    def _median(self):
+        """A point m near the median: P(Z <= s) is at most about 1/2 below m and at least about 1/2 above.
+
+        Only accuracy depends on it, and only mildly (a probability near 1/2 is as accurate computed
+        directly as by complement), so a coarse bisection suffices.
+        """
+        if self._med is None:
+            half = -math.log(2.0)
+            below = lambda x: float(self._lower(np.array([x]))[0]) <= half  # noqa: E731
+            lo, hi = -1.0, 1.0
+            for _ in range(1100):
+                if below(lo) or lo < -1e300:
+                    break
+                hi, lo = lo, 2.0 * lo
+            for _ in range(1100):
+                if not below(hi) or hi > 1e300:
+                    break
+                lo, hi = hi, 2.0 * hi
+            for _ in range(200):
+                mid = 0.5 * (lo + hi)
+                if not lo < mid < hi or hi - lo <= 1e-3 * max(1.0, abs(mid)):
+                    break
+                lo, hi = (mid, hi) if below(mid) else (lo, mid)
+            # when the crossing is a jump (a point mass), split exactly there: at and above the atom the
+            # upper side is computed directly, so P(Z > atom) stays exact (e.g. 0 above the top atom)
+            vals, _ = self.atoms()
+            for a in vals[(vals > lo) & (vals <= hi)]:
+                if not below(a):
+                    hi = float(a)
+                    break
+            self._med = hi
+        return self._med
+
+    def _split(self, v, want_lower):
+        """log P of one side, each point from the side whose probability is at most 1/2.
+
+        Below the median, P(Z <= v) <= 1/2 is computed directly and P(Z > v) as log1mexp of it; above,
+        the other way round.  Each point costs one evaluation, and neither tail loses relative accuracy.
+        """
+        low = v < self._median()
+        out = np.empty(v.shape)
+        for mask, fn, complement in ((low, self._lower, not want_lower), (~low, self._upper, want_lower)):
+            if not mask.any():
+                continue
+            vals = fn(v if mask.all() else v[mask])
+            if complement:
+                c = np.minimum(vals, 0.0)
+                with np.errstate(divide="ignore"):
+                    vals = np.where(c > -math.log(2.0), np.log(-np.expm1(c)), np.log1p(-np.exp(c)))
+            if mask.all():
+                return vals
+            out[mask] = vals
+        return out
 
     def logsf(self, s):
         """log P(Z > s), accurate in both tails."""
         v = self._s(s)
-        return self._out(self._complement(self._upper(v), self._lower, v), s)
+        return self._out(self._split(v, False), s)
 
     def logcdf(self, s):
         """log P(Z <= s), accurate in both tails."""
         v = self._s(s)
-        return self._out(self._complement(self._lower(v), self._upper, v), s)
+        return self._out(self._split(v, True), s)
 
     def sf(self, s):
         return np.exp(self.logsf(s))

@@ -139,8 +139,9 @@ def _tail_integral(f, a, b):
 class DiscreteCurve:
     """The composed discrete PRV: exact delta(eps) and its inverse (notes.md 1.6)."""
 
-    def __init__(self, values, pmf, inf_mass):
-        order = np.argsort(values, kind="stable")
+    def __init__(self, values, pmf, inf_mass, order=None):
+        if order is None:
+            order = np.argsort(values, kind="stable")
         self.y = values[order]
         p = pmf[order]
         self.inf_mass = inf_mass
@@ -188,17 +189,31 @@ def compose_direction(items, direction, grid):
         buf = np.zeros(N)
         idx = np.arange(-n, n + 1) % N
         buf[idx] = pmf
-        f = sfft.rfft(buf)
-        f = f ** count if count > 1 else f
+        f = _power(sfft.rfft(buf), count)
         spectrum = f if spectrum is None else spectrum * f
         mu_tot += count * mu
         if inf_mass > 0:
             log_fin += count * math.log1p(-inf_mass)
     composed = sfft.irfft(spectrum, N)
-    j = np.arange(N)
-    values = np.where(j <= N // 2, j, j - N) * h + mu_tot
+    # circle index j holds the value j h for j <= N/2 and (j - N) h above: sorted order is a rotation
+    half = N // 2 + 1
+    order = np.concatenate((np.arange(half, N), np.arange(half)))
+    values = np.concatenate((np.arange(half - N, 0), np.arange(half))) * h + mu_tot
     inf_total = -math.expm1(log_fin)
-    return DiscreteCurve(values, composed, inf_total)
+    return DiscreteCurve(values, composed[order], inf_total, order=slice(None))
+
+
+def _power(f, count):
+    """f ** count by repeated squaring (complex power through log/exp is slower and no more accurate)."""
+    out = None
+    base = f
+    while True:
+        if count & 1:
+            out = base.copy() if out is None else out * base
+        count >>= 1
+        if not count:
+            return out
+        base = base * base
 
 
 def fp_allowance(grid):

@@ -48,5 +48,18 @@ def test_wheel_ships_the_catalog(tmp_path):
     wheel = next(tmp_path.glob("mechkit-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     for mod in ("gaussian", "laplace", "randomized_response", "discrete_laplace", "discrete_gaussian"):
-        assert f"mechkit/catalog/{mod}.py" in names
+        assert f"mechkit/mechanisms/{mod}.py" in names
     assert "mechkit/_numerics.py" in names
+
+    # the installed layout works: the wheel alone on sys.path, the catalog reached repeatedly
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    code = (f"import sys; sys.path.insert(0, {str(site)!r}); import mechkit as mk; "
+            f"assert mk.__file__.startswith({str(site)!r}), mk.__file__; "
+            "a = mk.gaussian(sigma=1.0); b = mk.gaussian(sigma=2.0); c = mk.catalog('laplace').family; "
+            "print(callable(mk.catalog), a.delta(1.0) > b.delta(1.0))")
+    env = dict(os.environ, MECHKIT_CACHE_DIR=str(tmp_path / "cache"))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env,
+                         cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "True"]
