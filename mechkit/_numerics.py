@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 from numba import njit, types
+from numba.core.types.function_type import WrapperAddressProtocol
+from numba.experimental.function_type import _get_wrapper_address
 
 # Kernels are passed as first-class functions of this type.  Engine functions carry explicit signatures so
 # their cache key is structural: one compiled engine serves every family, in every process.
@@ -15,6 +17,47 @@ f8 = types.float64
 A1 = types.float64[::1]
 KT = types.FunctionType(f8(f8, A1))
 KERNEL_SIGNATURE = "float64(float64, float64[::1])"
+
+KERNEL_SIG = f8(f8, A1)
+
+
+class KernelRef(WrapperAddressProtocol):
+    """A compiled kernel passed to the engine by its address.
+
+    Passing a Numba dispatcher as a first-class function makes every call look the compiled result up again
+    (tens of microseconds, more than many engine calls take); a reference resolves the address once.  It is
+    also callable from Python (through the dispatcher).
+    """
+
+    __slots__ = ("dispatcher", "_addr")
+
+    def __init__(self, dispatcher):
+        self.dispatcher = dispatcher
+        self._addr = None
+
+    def __wrapper_address__(self):
+        if self._addr is None:
+            self._addr = _get_wrapper_address(self.dispatcher, KERNEL_SIG)
+        return self._addr
+
+    def signature(self):
+        return KERNEL_SIG
+
+    def __call__(self, *args):
+        return self.dispatcher(*args)
+
+
+def kernel_refs(mod):
+    """name -> KernelRef for the kernels ``k_<name>`` of a generated family module (cached on the module)."""
+    refs = mod.__dict__.setdefault("_kernel_refs", {})
+
+    def get(name):
+        ref = refs.get(name)
+        if ref is None:
+            ref = refs[name] = KernelRef(getattr(mod, "k_" + name))
+        return ref
+    return get
+
 
 LOG2 = math.log(2.0)
 LOG_SQRT_PI = 0.5 * math.log(math.pi)
@@ -242,6 +285,7 @@ def _integrand(mode, f1, f2, f3, u, c, w, t, shift, mu, nmom, theta, out):
     mode 0: exp((1+t) f1 - t f2 - shift) * (f3 - mu)^j       (tilted moments of the loss f3)
     mode 1: exp(f1 - shift)                                    (mass of a log-density)
     mode 2: exp(f1 - shift) * (-expm1(t - f3))_+                 (hockey-stick integrand, t = epsilon)
+    mode 3: exp((1+t) f1 - t f2 - shift) * |f3 - mu|^3           (tilted absolute third central moment)
     """
     one_m = 1.0 - u * u
     x = c + w * u / one_m
@@ -272,6 +316,21 @@ def _integrand(mode, f1, f2, f3, u, c, w, t, shift, mu, nmom, theta, out):
         v = math.exp(f1(x, theta) - shift) * jac
         if v == v:
             out[0] = v
+    elif mode == 3:
+        lp = f1(x, theta)
+        if lp == -np.inf:
+            return
+        if t == 0.0:
+            lg = lp
+        elif t == -1.0:
+            lg = f2(x, theta)
+        else:
+            lg = (1.0 + t) * lp - t * f2(x, theta)
+        v = math.exp(lg - shift) * jac
+        if v == 0.0 or v != v:
+            return
+        d = abs(f3(x, theta) - mu)
+        out[0] = v * d * d * d
     else:
         loss = f3(x, theta)
         if loss > t:

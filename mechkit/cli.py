@@ -94,8 +94,14 @@ def main(argv=None, out=sys.stdout):
             est = mk.compose((m, args.steps)).epsilon(args.delta, method=args.method, **opts)
             print(f"mechanism  {m.name} x {args.steps} steps, delta = {args.delta:g}", file=out)
             print(f"epsilon    {float(est):.6f}", file=out)
-            print(f"bounds     [{est.lower:.6f}, {est.upper:.6f}]  (certified, method {est.method}; "
-                  "max over add and remove)", file=out)
+            if est.certified:
+                print(f"bounds     [{est.lower:.6f}, {est.upper:.6f}]  (certified, method {est.method}; "
+                      "max over add and remove)", file=out)
+            else:
+                print(f"bounds     none  (method {est.method} is an approximation, not certified)", file=out)
+            if est.details.get("reliable") is False:
+                print("note       the saddle-point expansion is outside its regime here (large correction "
+                      "term); trust the bounds, or use --method fft", file=out)
     except MechkitError as exc:
         print(f"mechkit: error: {exc}", file=sys.stderr)
         return 2

@@ -12,7 +12,8 @@ import numbers
 
 import numpy as np
 
-from . import codegen, fft
+from . import codegen, fft, spa
+from . import gdp as _gdp
 from . import rdp as _rdp
 from .errors import ParameterError, check_finite_real
 from .estimate import Estimate, EstimateArray
@@ -30,9 +31,41 @@ def _rdp_delta(items, epsilon, **options):
     raise ParameterError("method 'rdp' answers epsilon(delta) only; use method='fft' for delta(epsilon)")
 
 
+def _gdp_mu(items):
+    """The CLT / mu-GDP approximation: mu^2 = sum k_i Var(L_i), max over directions (notes.md 4.1, 5.6)."""
+    mu2 = 0.0
+    for d in ("remove", "add"):
+        v = sum(c * m.plrv(d).cgf(0.0, 2) for m, c in items)
+        if not math.isfinite(v):
+            raise ParameterError("method 'gdp' needs a finite variance of every privacy loss")
+        mu2 = max(mu2, v)
+    return math.sqrt(mu2)
+
+
+def _gdp_details(mu):
+    return {"mu": mu, "note": "central-limit (mu-GDP) approximation: no bounds; it tends to under-report epsilon"}
+
+
+def _gdp_epsilon(items, delta, **options):
+    if options:
+        raise ParameterError(f"method 'gdp' takes no options, got {sorted(options)}")
+    mu = _gdp_mu(items)
+    return Estimate(_gdp.epsilon(mu, delta), 0.0, math.inf, "gdp", False, _gdp_details(mu))
+
+
+def _gdp_delta(items, epsilon, **options):
+    if options:
+        raise ParameterError(f"method 'gdp' takes no options, got {sorted(options)}")
+    mu = _gdp_mu(items)
+    val = np.array([_gdp.delta(mu, e) for e in epsilon])
+    return EstimateArray(val, np.zeros_like(val), np.ones_like(val), "gdp", False, _gdp_details(mu))
+
+
 ACCOUNTANTS = {
     "fft": (fft.epsilon, fft.delta),
+    "spa": (spa.epsilon, spa.delta),
     "rdp": (_rdp_epsilon, _rdp_delta),
+    "gdp": (_gdp_epsilon, _gdp_delta),
 }
 
 

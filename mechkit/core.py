@@ -88,7 +88,7 @@ class ContinuousCore:
 
     def __init__(self, structure, mod, theta):
         self.st, self.mod, self.theta = structure, mod, np.ascontiguousarray(theta, dtype=float)
-        self._k = lambda name: getattr(mod, "k_" + name)
+        self._k = N.kernel_refs(mod)
         lo = -np.inf if structure["lo"] is None else self._const(structure["lo"])
         hi = np.inf if structure["hi"] is None else self._const(structure["hi"])
         if not lo < hi:
@@ -404,6 +404,9 @@ class ContinuousCore:
     def cgf(self, tau, order=0):
         return _memo_cgf(self, float(tau), order)
 
+    def _f_closed(self, name, tau):
+        return self._f(name, tau)
+
     def _cgf_uncached(self, tau, order):
         if self._cgf_closed is not None and order < len(self._cgf_closed):
             val = self._f(self._cgf_closed[order], tau)
@@ -411,8 +414,19 @@ class ContinuousCore:
                 return val
         return self.cgf_quadrature(tau, order)
 
-    def cgf_quadrature(self, tau, order=0):
-        """K^(order)(tau) by adaptive quadrature of tilted central moments."""
+    def cgf_vector(self, tau, n=4):
+        """[K(tau), K'(tau), ..., K^(n)(tau)] in one pass (closed forms where attached, else quadrature)."""
+        return _memo_vector(self, float(tau), n)
+
+    def tilted_abs3(self, tau):
+        """E|L_tau - K'(tau)|^3 for the tau-tilted loss (quadrature; the Berry-Esseen term of the SPA)."""
+        return self.cgf_quadrature(tau, 3, abs3=True)
+
+    def cgf_quadrature(self, tau, order=0, vector=False, abs3=False):
+        """K^(order)(tau) by adaptive quadrature of tilted central moments.
+
+        ``vector``: return [K, K', ..., K^(order)]; ``abs3``: return the tilted absolute third central moment.
+        """
         parts = []  # (log-shift, I0, I1) per monotone piece
         cache = []
         for pc in self.mono:
@@ -420,17 +434,19 @@ class ContinuousCore:
             xs, gs, w = N.peak_scan(0, lp, lq, pc.a, pc.b, tau, self.theta)
             if not np.isfinite(gs):
                 if gs == np.inf:
-                    return np.inf
+                    return _infinite(order, vector)
                 continue
             if _diverges(self, pc, lp, lq, tau, gs):
-                return np.inf
+                return _infinite(order, vector)
             res, _ = N.gk_integrate(0, lp, lq, L, pc.a, pc.b, xs, w, tau, gs, 0.0, 1, self.theta, QUAD_RTOL, 8)
             parts.append((gs, res[0], res[1]))
             cache.append((pc, lp, lq, L, xs, w, gs))
         at = self.atoms
+        mode = 3 if abs3 else 0
         return _combine_cgf(parts, at, tau, order, lambda mu, nm: [
-            (gs_, N.gk_integrate(0, lp_, lq_, L_, pc_.a, pc_.b, xs_, w_, tau, gs_, mu, nm, self.theta, QUAD_RTOL, 8)[0])
-            for pc_, lp_, lq_, L_, xs_, w_, gs_ in cache])
+            (gs_, N.gk_integrate(mode, lp_, lq_, L_, pc_.a, pc_.b, xs_, w_, tau, gs_, mu, 0 if abs3 else nm,
+                                 self.theta, QUAD_RTOL, 8)[0])
+            for pc_, lp_, lq_, L_, xs_, w_, gs_ in cache], vector=vector, abs3=abs3)
 
     # -- validation ----------------------------------------------------------------------------------
     def _validate(self):
@@ -462,6 +478,26 @@ def _memo_cgf(core, tau, order):
         if len(memo) >= CGF_MEMO_SIZE:
             memo.clear()
         memo[key] = core._cgf_uncached(tau, order)
+    return memo[key]
+
+
+def _infinite(order, vector):
+    return np.full(order + 1, np.inf) if vector else np.inf
+
+
+def _memo_vector(core, tau, n):
+    memo = core.__dict__.setdefault("_cgf_memo", {})
+    key = (tau, "vector", n)
+    if key not in memo:
+        if len(memo) >= CGF_MEMO_SIZE:
+            memo.clear()
+        closed = core._cgf_closed
+        vec = None
+        if closed is not None and len(closed) > n:
+            vec = np.array([core._f_closed(closed[j], tau) for j in range(n + 1)])
+            if not np.all(np.isfinite(vec)):
+                vec = None
+        memo[key] = vec if vec is not None else core.cgf_quadrature(tau, n, vector=True)
     return memo[key]
 
 
@@ -508,27 +544,36 @@ def _atom_terms(at, tau):
     return np.array(w, float), np.array(vals, float)
 
 
-def _combine_cgf(parts, at, tau, order, central_pass):
-    """Combine continuous-part integrals (log-shift, I0, I1) and atoms into K^(order)(tau)."""
+def _combine_cgf(parts, at, tau, order, central_pass, vector=False, abs3=False):
+    """Combine continuous-part integrals (log-shift, I0, I1) and atoms into K^(order)(tau).
+
+    ``vector``: [K, K', ..., K^(order)] instead; ``abs3``: the tilted E|L - K'|^3 (central_pass then
+    integrates |L - mu|^3).
+    """
     terms = _atom_terms(at, tau)
     if terms is None:
-        return np.inf
+        return _infinite(order, vector)
     aw, av = terms
     shifts = [p[0] for p in parts] + list(aw)
     if not shifts:
         raise DerivationError("the tilted distribution has no mass")
     g = max(shifts)
     I0 = sum(p[1] * math.exp(p[0] - g) for p in parts) + float(np.sum(np.exp(aw - g)))
-    if not I0 > 0:
-        return np.inf if order == 0 else np.nan
-    if order == 0:
-        return math.log(I0) + g
+    if not I0 > 0 or not math.isfinite(I0):
+        return _infinite(order, vector) if order == 0 or vector or not I0 > 0 else np.inf
+    K0 = math.log(I0) + g
+    if order == 0 and not abs3:
+        return np.array([K0]) if vector else K0
     if np.any(np.isinf(av) & (aw > _NEG_INF)):
-        return np.inf
+        return _infinite(order, vector)
     I1 = sum(p[2] * math.exp(p[0] - g) for p in parts) + float(np.sum(np.exp(aw - g) * av))
     mu = I1 / I0
+    if abs3:
+        tot = sum(float(res[0]) * math.exp(gs - g) for gs, res in central_pass(mu, 0))
+        tot += float(np.sum(np.exp(aw - g) * np.abs(av - mu) ** 3))
+        return tot / I0
     if order == 1:
-        return mu
+        return np.array([K0, mu]) if vector else mu
     cen = np.zeros(order + 1)
     for gs, res in central_pass(mu, order):
         cen += res * math.exp(gs - g)
@@ -539,6 +584,8 @@ def _combine_cgf(parts, at, tau, order, central_pass):
     full = np.zeros(7)
     full[: order + 1] = cm[: order + 1]
     ks = cumulants_from_central(full[2], full[3], full[4], full[5], full[6])
+    if vector:
+        return np.concatenate(([K0, mu], ks[: order - 1]))
     return ks[order - 2]
 
 
@@ -549,7 +596,8 @@ class DiscreteCore:
 
     def __init__(self, structure, mod, theta):
         self.st, self.mod, self.theta = structure, mod, np.ascontiguousarray(theta, dtype=float)
-        lp_k, lq_k = getattr(mod, "k_" + structure["logp"]), getattr(mod, "k_" + structure["logq"])
+        ref = N.kernel_refs(mod)
+        lp_k, lq_k = ref(structure["logp"]), ref(structure["logq"])
         self._lp, self._lq = lp_k, lq_k
         if structure["kind"] == "finite":
             xs = np.asarray(structure["points"], float)
@@ -574,7 +622,7 @@ class DiscreteCore:
         if not np.any((lp > _NEG_INF) & (lq > _NEG_INF)):
             raise SpecificationError("p and q have disjoint supports: the privacy loss is infinite everywhere")
         with np.errstate(all="ignore"):
-            Lk = N.vmap(getattr(mod, "k_" + structure["L"]), xs, self.theta)
+            Lk = N.vmap(ref(structure["L"]), xs, self.theta)
             # the derived loss is exact on flat stretches where lp - lq would pick up rounding
             Lk = np.where(np.isfinite(Lk) & (np.abs(Lk - (lp - lq)) <= 1e-9 * (1 + np.abs(Lk))), Lk, lp - lq)
             L = np.where(lq == _NEG_INF, np.inf, np.where(lp == _NEG_INF, -np.inf, Lk))
@@ -646,5 +694,14 @@ class DiscreteCore:
                 return val
         return self.cgf_quadrature(tau, order)
 
-    def cgf_quadrature(self, tau, order=0):
-        return _combine_cgf([], self.atoms, float(tau), order, lambda mu, nm: [])
+    def cgf_quadrature(self, tau, order=0, vector=False, abs3=False):
+        return _combine_cgf([], self.atoms, float(tau), order, lambda mu, nm: [], vector=vector, abs3=abs3)
+
+    def cgf_vector(self, tau, n=4):
+        return _memo_vector(self, float(tau), n)
+
+    def tilted_abs3(self, tau):
+        return self.cgf_quadrature(tau, 3, abs3=True)
+
+    def _f_closed(self, name, tau):
+        return float(getattr(self.mod, "k_" + name)(tau, self.theta))

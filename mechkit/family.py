@@ -23,7 +23,7 @@ from . import _numerics as N
 from . import codegen
 from .core import ContinuousCore, DiscreteCore
 from .derive import Spec, derive
-from .errors import ParameterError, SpecificationError, check_finite_real
+from .errors import NumericalLimitError, ParameterError, SpecificationError, check_finite_real
 
 _FAMILIES = {}
 DIRECTIONS = ("both", "remove", "add")
@@ -374,6 +374,7 @@ class PLRV:
         self.direction = direction
         self.is_dual = dual
         self._med = None
+        self._dual = None
         self._sign = 1.0 if direction == "remove" else -1.0
         own = 0 if direction == "remove" else 1
         self._m = 1 - own if dual else own
@@ -383,7 +384,11 @@ class PLRV:
 
     @property
     def dual(self):
-        return PLRV(self.mechanism, self.direction, not self.is_dual)
+        """The same privacy loss under the other measure (cached)."""
+        if self._dual is None:
+            self._dual = PLRV(self.mechanism, self.direction, not self.is_dual)
+            self._dual._dual = self
+        return self._dual
 
     def __repr__(self):
         return f"<PLRV {self.direction}{' dual' if self.is_dual else ''} of {self.mechanism.name}>"
@@ -414,33 +419,37 @@ class PLRV:
         """A point m near the median: P(Z <= s) is at most about 1/2 below m and at least about 1/2 above.
 
         Only accuracy depends on it, and only mildly (a probability near 1/2 is as accurate computed
-        directly as by complement), so a coarse bisection suffices.
+        directly as by complement), so two vectorised passes suffice: a geometric scan, then a linear one
+        between the bracketing points.
         """
         if self._med is None:
             half = -math.log(2.0)
-            below = lambda x: float(self._lower(np.array([x]))[0]) <= half  # noqa: E731
-            lo, hi = -1.0, 1.0
-            for _ in range(1100):
-                if below(lo) or lo < -1e300:
+            mags = np.geomspace(1e-12, 1e300, 157)
+            pts = np.concatenate((-mags[::-1], [0.0], mags))
+            lo, hi = -np.inf, np.inf
+            for _ in range(2):
+                below = self._lower(pts) <= half
+                k = int(np.argmin(below)) if not below.all() else len(pts)
+                if k == len(pts):  # P(Z <= s) <= 1/2 everywhere scanned: mass at +inf above 1/2
+                    lo = pts[-1]
                     break
-                hi, lo = lo, 2.0 * lo
-            for _ in range(1100):
-                if not below(hi) or hi > 1e300:
+                hi = pts[k]
+                lo = pts[k - 1] if k > 0 else -np.inf
+                if not np.isfinite(lo):
                     break
-                lo, hi = hi, 2.0 * hi
-            for _ in range(200):
-                mid = 0.5 * (lo + hi)
-                if not lo < mid < hi or hi - lo <= 1e-3 * max(1.0, abs(mid)):
+                pts = np.linspace(lo, hi, 65)[1:-1]
+                if not pts.size or not (lo < pts[0]):
                     break
-                lo, hi = (mid, hi) if below(mid) else (lo, mid)
-            # when the crossing is a jump (a point mass), split exactly there: at and above the atom the
-            # upper side is computed directly, so P(Z > atom) stays exact (e.g. 0 above the top atom)
-            vals, _ = self.atoms()
-            for a in vals[(vals > lo) & (vals <= hi)]:
-                if not below(a):
-                    hi = float(a)
-                    break
-            self._med = hi
+            if np.isfinite(hi):
+                # when the crossing is a jump (a point mass), split exactly there: at and above the atom the
+                # upper side is computed directly, so P(Z > atom) stays exact (e.g. 0 above the top atom)
+                vals, _ = self.atoms()
+                cand = vals[(vals > lo) & (vals <= hi)]
+                if cand.size:
+                    ok = self._lower(cand) > half
+                    if ok.any():
+                        hi = float(cand[np.argmax(ok)])
+            self._med = float(hi) if np.isfinite(hi) else float(lo)
         return self._med
 
     def _split(self, v, want_lower):
@@ -500,6 +509,32 @@ class PLRV:
         lo, hi = self._core.support
         return (lo, hi) if self._sign > 0 else (-hi, -lo)
 
+    @property
+    def inf_mass(self):
+        """P(Z = +inf): the probability of an infinite privacy loss (where only one density is positive)."""
+        vals, probs = self.atoms()
+        return float(probs[vals == np.inf].sum())
+
+    def cgf_finite(self, t):
+        """log E[exp(t Z); Z finite]: the generating function of the finite part (order 0).
+
+        Equal to ``cgf(t)`` when there is no mass at +inf; with such mass, the composers use it to bound
+        the finite part's tails (the mass at +inf is accounted for separately, notes.md 1.1).
+        """
+        t = float(check_finite_real("t", t))
+        if self.inf_mass == 0.0:
+            return self.cgf(t)
+        if self._core.mono:
+            raise NumericalLimitError("the finite part of a continuous privacy loss with a point mass at +inf "
+                                      "is not supported yet")
+        vals, probs = self.atoms()
+        fin = np.isfinite(vals) & (probs > 0)
+        if not fin.any():
+            return -math.inf
+        lw = np.log(probs[fin]) + t * vals[fin]
+        g = float(lw.max())
+        return g + math.log(float(np.exp(lw - g).sum()))
+
     def cgf(self, t, order=0):
         """d^order/dt^order log E[exp(t Z)] (order 0..6); +inf where the MGF diverges."""
         if order not in range(7):
@@ -510,6 +545,19 @@ class PLRV:
             raise ParameterError("t must be finite")
         out = np.array([self._a ** order * self._core.cgf(self._a * x + self._b, order) for x in ts])
         return float(out[0]) if scalar else out
+
+    def cgf_vector(self, t, n=4):
+        """[K(t), K'(t), ..., K^(n)(t)] in one pass (n <= 6); +inf entries where the MGF diverges."""
+        if n not in range(7):
+            raise ParameterError(f"n must be an integer in [0, 6], got {n!r}")
+        t = check_finite_real("t", t)
+        v = np.array(self._core.cgf_vector(self._a * t + self._b, n), dtype=float)
+        return v * self._a ** np.arange(n + 1)
+
+    def tilted_abs3(self, t):
+        """E|Z_t - K'(t)|^3, the absolute third central moment of the t-tilted variable."""
+        t = check_finite_real("t", t)
+        return float(self._core.tilted_abs3(self._a * t + self._b))
 
     def mgf(self, t):
         return np.exp(self.cgf(t))

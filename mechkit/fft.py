@@ -58,17 +58,20 @@ class Grid:
 def plan(items, eps_error, delta_error, memory_limit=DEFAULT_MEMORY_LIMIT):
     """Choose the domain and mesh (raises before allocating when memory would exceed the limit)."""
     k = sum(c for _, c in items)
+    # Renyi-DP upper bounds (cheap: a few memoised CGF values) stand in for the exact epsilons of Remark 5.6;
+    # any upper bound keeps the domain valid.  Only the finite part counts: a point mass at +inf is composed
+    # exactly, outside the grid (notes.md 1.1).
     per = 0.0
-    for m, _ in items:
-        for d in ("remove", "add"):
-            e = m.plrv(d).epsilon(min(delta_error / (8 * k), 0.5))
-            per = max(per, e)
     comp = 0.0
     for d in ("remove", "add"):
-        comp = max(comp, rdp.epsilon(items, min(delta_error / 4, 0.5), d, alphas=rdp.COARSE_ALPHAS, refine=False)[0])
+        for m, _ in items:
+            per = max(per, rdp.epsilon([(m, 1)], min(delta_error / (8 * k), 0.5), d, alphas=rdp.COARSE_ALPHAS,
+                                       refine=False, finite=True)[0])
+        comp = max(comp, rdp.epsilon(items, min(delta_error / 4, 0.5), d, alphas=rdp.COARSE_ALPHAS, refine=False,
+                                     finite=True)[0])
     if not (math.isfinite(per) and math.isfinite(comp)):
-        raise NumericalLimitError("the composition has no finite epsilon at delta_error/4: a point mass at +inf "
-                                  "exceeds the error budget; increase delta_error")
+        raise NumericalLimitError("no finite domain bounds the composition's finite privacy loss at "
+                                  f"delta_error={delta_error:g}; increase delta_error")
     L = 3.0 + max(eps_error + comp, per)
     h = eps_error / math.sqrt((k / 2.0) * math.log(12.0 / delta_error))
     grid = Grid(L, h)
@@ -83,32 +86,52 @@ def plan(items, eps_error, delta_error, memory_limit=DEFAULT_MEMORY_LIMIT):
     return grid
 
 
-def discretise(plrv, grid):
-    """Mean-preserving cell-centred discretisation: (pmf over i = -n..n, mean shift mu, mass at +inf)."""
+#: cells beyond the point where a tail of the finite part holds less than TAIL_SHARE * delta_error / k are
+#: dropped (not evaluated); the dropped mass is added to the certified error (composition moves delta by at
+#: most sum_i k_i * dropped_i), so the bounds stay rigorous and the cost follows the mass, not the domain
+TAIL_SHARE = 1e-3
+COARSE_STRIDE = 256
+
+
+def _window(plrv, grid, tau, inf_mass):
+    """Edge indices (j_lo, j_hi) of the evaluated window and the finite mass left outside it (<= 2 tau).
+
+    Edges are e_j = (j - n - 1/2) h, j = 0 .. 2n+1.  A coarse scan (every COARSE_STRIDE-th edge) finds, on each
+    side of 0, the first edge beyond which the finite part's tail is at most tau.
+    """
+    n, h = grid.n, grid.h
+    last = 2 * n + 1
+    up = np.unique(np.append(np.arange(n + 1, last + 1, COARSE_STRIDE), last))
+    S = plrv.sf((up - n - 0.5) * h) - inf_mass
+    ok = S <= tau
+    j_hi, d_hi = (int(up[np.argmax(ok)]), max(float(S[np.argmax(ok)]), 0.0)) if ok.any() else (last, 0.0)
+    down = np.unique(np.append(np.arange(n, -1, -COARSE_STRIDE), 0))[::-1]
+    F = plrv.cdf((down - n - 0.5) * h)
+    ok = F <= tau
+    j_lo, d_lo = (int(down[np.argmax(ok)]), float(F[np.argmax(ok)])) if ok.any() else (0, 0.0)
+    return j_lo, j_hi, d_lo + d_hi
+
+
+def discretise(plrv, grid, tau=0.0):
+    """Mean-preserving cell-centred discretisation: (pmf over i = -n..n, mean shift mu, mass at +inf,
+    finite mass dropped from the tails)."""
     h, n = grid.h, grid.n
     vals, probs = plrv.atoms()
     inf_mass = float(probs[vals == np.inf].sum())
-    edges = (np.arange(-n, n + 2) - 0.5) * h  # edges[j] is the lower edge of cell i = j - n
-    neg = edges <= 0
-    F = plrv.cdf(edges[neg])        # P(Y <= e)
-    S = plrv.sf(edges[~neg])        # P(Y > e), includes the mass at +inf
-    F_all = np.empty(edges.shape)
-    S_all = np.empty(edges.shape)
-    F_all[neg] = F
-    S_all[~neg] = S
-    q = np.empty(2 * n + 1)
-    # cells entirely below 0 use F differences, entirely above use S differences; the cell around 0 the rest
-    j_neg = np.nonzero(neg)[0]
-    last_neg = j_neg[-1]  # edge index of the largest edge <= 0 (edge -h/2, lower edge of cell 0)
-    q[:last_neg] = np.diff(F_all[: last_neg + 1])
-    q[last_neg + 1:] = -np.diff(S_all[last_neg + 1:])
-    q[last_neg] = (1.0 - inf_mass) - F_all[last_neg] - (S_all[last_neg + 1] - inf_mass)
+    j_lo, j_hi, dropped = _window(plrv, grid, tau, inf_mass)
+    # cell c = i + n spans edges c and c + 1; cells below 0 from F differences, above from S differences
+    F = plrv.cdf((np.arange(j_lo, n + 1) - n - 0.5) * h)       # edges j_lo .. n (all <= -h/2)
+    S = plrv.sf((np.arange(n + 1, j_hi + 1) - n - 0.5) * h)    # edges n+1 .. j_hi (all >= h/2), incl. +inf mass
+    q = np.zeros(2 * n + 1)
+    q[j_lo:n] = np.diff(F)
+    q[n + 1:j_hi] = -np.diff(S)
+    q[n] = (1.0 - inf_mass) - F[-1] - (S[0] - inf_mass)
     q = np.maximum(q, 0.0)
     total = q.sum()
     if not total > 0:
         raise NumericalLimitError("the privacy-loss distribution has no mass inside the domain")
     centres = np.arange(-n, n + 1) * h
-    lo_edge, hi_edge = edges[0], edges[-1]
+    lo_edge, hi_edge = (j_lo - n - 0.5) * h, (j_hi - n - 0.5) * h
     if not plrv.mechanism.core.mono:
         fin = np.isfinite(vals)
         inside = fin & (vals > lo_edge) & (vals <= hi_edge)
@@ -117,16 +140,15 @@ def discretise(plrv, grid):
         if inf_mass > 0:
             raise NumericalLimitError("continuous privacy losses with a point mass at +inf are not supported yet")
         full = plrv.cgf(0.0, 1)
-        upper = hi_edge * float(plrv.sf(hi_edge)) + _tail_integral(plrv.sf, hi_edge, np.inf)
-        F_lo = float(plrv.cdf(lo_edge))
-        lower = lo_edge * F_lo - _tail_integral(plrv.cdf, max(plrv.support[0], -np.inf), lo_edge)
+        upper = hi_edge * float(S[-1]) + _tail_integral(plrv.sf, hi_edge, np.inf)
+        lower = lo_edge * float(F[0]) - _tail_integral(plrv.cdf, max(plrv.support[0], -np.inf), lo_edge)
         tmean = (full - upper - lower) / total
     pmf = q / total
     mu = tmean - float(np.dot(centres, pmf))
     if not abs(mu) < h / 2 + 1e-12:
         raise NumericalLimitError(f"mean shift {mu:.3g} is not below half the mesh {h / 2:.3g}: the discretisation "
                                   "is not mean-preserving (report this as a bug)")
-    return pmf, mu, inf_mass
+    return pmf, mu, inf_mass, dropped
 
 
 def _tail_integral(f, a, b):
@@ -178,14 +200,18 @@ class DiscreteCurve:
         return max(0.0, math.log(max(d1 - target, 1e-320) / d2))
 
 
-def compose_direction(items, direction, grid):
+def compose_direction(items, direction, grid, delta_error=0.0):
     """The composed discrete PRV of one direction on the grid's circle."""
     N, n, h = grid.N, grid.n, grid.h
     spectrum = None
     mu_tot = 0.0
     log_fin = 0.0  # log prod (1 - inf_mass_i)^count
+    k = sum(c for _, c in items)
+    tau = TAIL_SHARE * delta_error / k
+    dropped = 0.0
     for m, count in items:
-        pmf, mu, inf_mass = discretise(m.plrv(direction), grid)
+        pmf, mu, inf_mass, drop = discretise(m.plrv(direction), grid, tau)
+        dropped += count * drop
         buf = np.zeros(N)
         idx = np.arange(-n, n + 1) % N
         buf[idx] = pmf
@@ -200,7 +226,9 @@ def compose_direction(items, direction, grid):
     order = np.concatenate((np.arange(half, N), np.arange(half)))
     values = np.concatenate((np.arange(half - N, 0), np.arange(half))) * h + mu_tot
     inf_total = -math.expm1(log_fin)
-    return DiscreteCurve(values, composed[order], inf_total, order=slice(None))
+    curve = DiscreteCurve(values, composed[order], inf_total, order=slice(None))
+    curve.dropped = dropped
+    return curve
 
 
 def _power(f, count):
@@ -222,34 +250,51 @@ def fp_allowance(grid):
 
 def _curves(items, eps_error, delta_error, memory_limit):
     grid = plan(items, eps_error, delta_error, memory_limit)
-    return grid, {d: compose_direction(items, d, grid) for d in ("remove", "add")}
+    curves = {d: compose_direction(items, d, grid, delta_error) for d in ("remove", "add")}
+    # rounding allowance of the FFT and suffix sums, plus the finite mass dropped from the tails
+    slack = fp_allowance(grid) + max(c.dropped for c in curves.values())
+    return grid, curves, slack
 
 
-def delta(items, epsilon, eps_error=DEFAULT_EPS_ERROR, delta_error=1e-10, memory_limit=DEFAULT_MEMORY_LIMIT):
+def _details(grid, eps_error, delta_error, fp):
+    return {"variant": "prv", "grid_points": grid.N, "mesh": grid.h, "domain": grid.L, "eps_error": eps_error,
+            "delta_error": delta_error, "fp_allowance": fp, "tail_allowance": fp - fp_allowance(grid)}
+
+
+def delta(items, epsilon, eps_error=DEFAULT_EPS_ERROR, delta_error=1e-10, memory_limit=DEFAULT_MEMORY_LIMIT,
+          variant="prv", L=None, n=None):
+    """delta(epsilon) of the composition, max over add and remove (EstimateArray).
+
+    ``variant="prv"`` (default): certified bounds by Theorem 5.5 of Gopi et al. for the budgets
+    ``eps_error``/``delta_error``.  ``variant="fa"``: the Fourier accountant (Koskela et al.) with domain
+    [-L, L) and ``n`` points; its bounds are the paper's error *estimates*, not certified.
+    """
     eps_error, delta_error, memory_limit = _check_budgets(eps_error, delta_error, memory_limit)
     eps = np.atleast_1d(np.asarray(epsilon, float))
-    grid, curves = _curves(items, eps_error, delta_error, memory_limit)
-    fp = fp_allowance(grid)
+    if _variant(variant, L, n) == "fa":
+        return fa_delta(items, eps, eps_error, delta_error, memory_limit, L, n)
+    grid, curves, fp = _curves(items, eps_error, delta_error, memory_limit)
     val = np.max([c.delta(eps) for c in curves.values()], axis=0)
     up = np.max([c.delta(eps - eps_error) for c in curves.values()], axis=0) + delta_error + fp
     lo = np.max([c.delta(eps + eps_error) for c in curves.values()], axis=0) - delta_error - fp
     val = np.clip(val, 0.0, 1.0)
     up = np.clip(up, 0.0, 1.0)
     lo = np.clip(lo, 0.0, 1.0)
-    details = {"grid_points": grid.N, "mesh": grid.h, "domain": grid.L, "eps_error": eps_error,
-               "delta_error": delta_error, "fp_allowance": fp}
-    return EstimateArray(val, lo, up, "fft", True, details)
+    return EstimateArray(val, lo, up, "fft", True, _details(grid, eps_error, delta_error, fp))
 
 
-def epsilon(items, delta_, eps_error=DEFAULT_EPS_ERROR, delta_error=None, memory_limit=DEFAULT_MEMORY_LIMIT):
+def epsilon(items, delta_, eps_error=DEFAULT_EPS_ERROR, delta_error=None, memory_limit=DEFAULT_MEMORY_LIMIT,
+            variant="prv", L=None, n=None):
+    """Smallest epsilon with delta(epsilon) <= delta_, max over add and remove (Estimate); see ``delta``."""
     d = check_finite_real("delta", delta_, low=0.0, high=1.0)
     if delta_error is None:
         delta_error = d / 1000.0
     eps_error, delta_error, memory_limit = _check_budgets(eps_error, delta_error, memory_limit)
     if not delta_error < d:
         raise ParameterError(f"delta_error must be below delta = {d:g}, got {delta_error:g}")
-    grid, curves = _curves(items, eps_error, delta_error, memory_limit)
-    fp = fp_allowance(grid)
+    if _variant(variant, L, n) == "fa":
+        return fa_epsilon(items, d, eps_error, delta_error, memory_limit, L, n)
+    grid, curves, fp = _curves(items, eps_error, delta_error, memory_limit)
     inf_mass = max(c.inf_mass for c in curves.values())
     smallest = 2.0 * (delta_error + fp) + inf_mass
     if d - delta_error - fp <= inf_mass:
@@ -261,6 +306,106 @@ def epsilon(items, delta_, eps_error=DEFAULT_EPS_ERROR, delta_error=None, memory
     val = max(c.epsilon(d) for c in curves.values())
     up = max(c.epsilon(d - delta_error - fp) for c in curves.values()) + eps_error
     lo = max(0.0, max(c.epsilon(min(d + delta_error + fp, 1.0)) for c in curves.values()) - eps_error)
-    details = {"grid_points": grid.N, "mesh": grid.h, "domain": grid.L, "eps_error": eps_error,
-               "delta_error": delta_error, "fp_allowance": fp}
-    return Estimate(val, lo, up, "fft", True, details)
+    return Estimate(val, lo, up, "fft", True, _details(grid, eps_error, delta_error, fp))
+
+
+# ---------------------------------------------------------------------------------------------------
+# The Fourier accountant's own scheme (Koskela, Jalko, Honkela 2020; notes.md 2.2 and 2.4)
+
+
+def _variant(variant, L, n):
+    if variant not in ("prv", "fa"):
+        raise ParameterError(f"variant must be 'prv' (certified, default) or 'fa' (Fourier accountant), got {variant!r}")
+    if variant == "prv" and (L is not None or n is not None):
+        raise ParameterError("L and n are options of variant='fa'; the 'prv' variant sizes its grid from "
+                             "eps_error and delta_error")
+    return variant
+
+
+def _fa_grid(items, eps_error, delta_error, memory_limit, L, n):
+    """(L, n): the user's, or by default the certified scheme's domain with a mesh as fine as its mesh."""
+    if L is not None:
+        L = check_finite_real("L", L, low=0.0)
+    if n is not None:
+        if isinstance(n, bool) or not isinstance(n, (int, float, np.integer, np.floating)) or \
+                not float(n).is_integer() or n < 4 or int(n) % 2:
+            raise ParameterError(f"n must be an even integer >= 4, got {n!r}")
+        n = int(n)
+    if L is None or n is None:
+        grid = plan(items, eps_error, delta_error, memory_limit=math.inf)
+        L = grid.L if L is None else L
+        n = 2 * int(math.ceil(L / grid.h)) if n is None else n
+    need = 2 * n * BYTES_PER_POINT  # the run at 2n for the error estimate dominates
+    if need > memory_limit:
+        raise ParameterError(f"variant='fa' with n={n} needs about {need / 2**20:.0f} MiB (the error estimate runs "
+                             f"at 2n), above memory_limit={memory_limit / 2**20:.0f} MiB; "
+                             f"n <= {int(memory_limit / (2 * BYTES_PER_POINT)) // 2 * 2} fits, or raise memory_limit")
+    return L, n
+
+
+def fa_compose_direction(items, direction, L, n):
+    """FA Algorithm 1 (heterogeneous form 5.5): the density of each PLRV evaluated at x_i = -L + i dx,
+    dx = 2L/n, times dx, composed on the circle [-L, L).  Point masses (which the paper leaves to future
+    work) go to the nearest grid point; masses at +inf are composed as in the certified scheme."""
+    dx = 2.0 * L / n
+    half = n // 2
+    j = np.arange(n)
+    xs = np.where(j < half, j, j - n) * dx  # circle index j holds x = j dx, and x = (j - n) dx from n/2 on (= D x)
+    spectrum = None
+    log_fin = 0.0
+    for m, count in items:
+        plrv = m.plrv(direction)
+        w = plrv.pdf(xs) * dx
+        av, ap = plrv.atoms()
+        fin = np.isfinite(av)
+        if fin.any():
+            k = np.rint(av[fin] / dx).astype(np.int64)
+            keep = (k >= -half) & (k < half)
+            np.add.at(w, k[keep] % n, ap[fin][keep])
+        inf_mass = float(ap[av == np.inf].sum())
+        f = _power(sfft.rfft(w), count)
+        spectrum = f if spectrum is None else spectrum * f
+        if inf_mass > 0:
+            log_fin += count * math.log1p(-inf_mass)
+    composed = sfft.irfft(spectrum, n)
+    order = np.concatenate((np.arange(half, n), np.arange(half)))
+    values = np.concatenate((np.arange(-half, 0), np.arange(half))) * dx
+    return DiscreteCurve(values, composed[order], -math.expm1(log_fin), order=slice(None))
+
+
+def fa_tail_estimate(items, L):
+    """The FA paper's neglected-tail estimate (7.3) in its generic Chernoff form, lambda = L/2:
+    P(S > L) <= exp(sum_i k_i K_i(L/2) - L^2/2), with the derived CGFs K_i, max over directions."""
+    out = 0.0
+    for d in ("remove", "add"):
+        tot = sum(c * m.plrv(d).cgf(L / 2.0) for m, c in items)
+        out = max(out, math.exp(min(tot - L * L / 2.0, 0.0)))
+    return out
+
+
+def _fa_details(L, n, err, tail):
+    return {"variant": "fa", "L": L, "n": n, "mesh": 2.0 * L / n, "richardson_error": err, "tail_estimate": tail,
+            "note": "Fourier accountant: error estimates (7.3) and (7.4) of Koskela et al., not certified bounds"}
+
+
+def fa_delta(items, eps, eps_error, delta_error, memory_limit, L, n):
+    L, n = _fa_grid(items, eps_error, delta_error, memory_limit, L, n)
+    val = np.max([fa_compose_direction(items, d, L, n).delta(eps) for d in ("remove", "add")], axis=0)
+    fine = np.max([fa_compose_direction(items, d, L, 2 * n).delta(eps) for d in ("remove", "add")], axis=0)
+    err = 2.0 * np.abs(val - fine)  # err(L, n) of (7.4)
+    tail = fa_tail_estimate(items, L)
+    val = np.clip(val, 0.0, 1.0)
+    return EstimateArray(val, np.clip(val - err - tail, 0.0, 1.0), np.clip(val + err + tail, 0.0, 1.0), "fft-fa",
+                         False, _fa_details(L, n, err, tail))
+
+
+def fa_epsilon(items, d, eps_error, delta_error, memory_limit, L, n):
+    L, n = _fa_grid(items, eps_error, delta_error, memory_limit, L, n)
+    val = max(fa_compose_direction(items, dr, L, n).epsilon(d) for dr in ("remove", "add"))
+    fine = max(fa_compose_direction(items, dr, L, 2 * n).epsilon(d) for dr in ("remove", "add"))
+    if not (math.isfinite(val) and math.isfinite(fine)):
+        raise NumericalLimitError(f"variant='fa' found no finite epsilon at delta = {d:g} on [-{L:g}, {L:g}); "
+                                  "increase L or use the default certified variant")
+    err = 2.0 * abs(val - fine)
+    tail = fa_tail_estimate(items, L)
+    return Estimate(val, max(0.0, val - err), val + err, "fft-fa", False, _fa_details(L, n, err, tail))

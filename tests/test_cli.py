@@ -25,6 +25,15 @@ def test_epsilon_dp_sgd():
                  "--delta", "1e-5", "--method", "rdp"], out=out) == 0
     rdp_eps = float(out.getvalue().splitlines()[1].split()[1])
     assert rdp_eps >= lo  # the RDP upper bound is never below the certified lower bound
+    out = io.StringIO()
+    assert main(["epsilon", "subsampled-gaussian", "--sigma", "1.0", "--q", "0.01", "--steps", "1000",
+                 "--delta", "1e-30", "--method", "spa"], out=out) == 0
+    lines = out.getvalue().splitlines()
+    assert "certified, method spa" in lines[2] and float(lines[1].split()[1]) > 2 * hi
+    out = io.StringIO()
+    assert main(["epsilon", "gaussian", "--sigma", "10", "--steps", "100", "--delta", "1e-5", "--method", "gdp"],
+                out=out) == 0
+    assert "not certified" in out.getvalue()
 
 
 @pytest.mark.parametrize("argv", [["show", "nope", "--sigma", "1"], ["show", "gaussian", "--sigma", "-1"],

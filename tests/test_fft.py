@@ -172,3 +172,116 @@ def test_notes_8_3_delta():
     d = mk.compose((mk.subsample(mk.gaussian(sigma=0.8), 4e-3), 1000)).delta(1.5)
     assert float(d) == pytest.approx(2.575e-6, rel=1e-3)
     assert d.lower <= 2.575e-6 <= d.upper
+
+
+# ---- the Fourier accountant's own scheme, variant="fa" (notes.md 8.1, P1 Tables 1 and 2) -------------------
+
+P1_RUN = None
+
+
+def p1_run():
+    global P1_RUN
+    if P1_RUN is None:
+        P1_RUN = mk.compose((mk.subsample(mk.gaussian(sigma=1.5), 0.01), 10_000))
+    return P1_RUN
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n,ref,rel_err", [
+    (50_000, 0.0491228786423, 2.01e-2), (200_000, 0.0496013846114, 1.06e-6),
+    (800_000, 0.0496014103252, None), (3_200_000, 0.0496014103163, None)])
+def test_fa_reproduces_p1_table_1(n, ref, rel_err):
+    r = p1_run().delta(1.0, variant="fa", L=12.0, n=n)
+    assert abs(float(r) - ref) < 5e-11  # the table's 13 digits, up to the last two
+    assert r.method == "fft-fa" and not r.certified and r.details["n"] == n
+    err = float(np.ravel(r.details["richardson_error"])[0]) / float(r)  # the table's err(L, n) is relative
+    if rel_err is not None:
+        assert err == pytest.approx(rel_err, rel=0.05)
+    else:
+        assert err < 1e-9  # at the rounding floor, as in the table
+    assert r.details["tail_estimate"] < 1e-20  # (7.3) is O(1e-24) at L = 12
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("L,ref,tail_hi", [(2.0, 0.0422160172923, 0.5), (6.0, 0.0496014103158, 1e-5),
+                                           (10.0, 0.0496014103134, 1e-15)])
+def test_fa_reproduces_p1_table_2(L, ref, tail_hi):
+    r = p1_run().delta(1.0, variant="fa", L=L, n=3_200_000)
+    assert abs(float(r) - ref) < 5e-11
+    # the generic Chernoff form of (7.3) with the exact CGF: below the paper's Abadi-style estimate
+    assert r.details["tail_estimate"] < tail_hi
+
+
+def test_fa_converged_value_inside_certified_bounds():
+    run = p1_run()
+    fa = run.delta(1.0, variant="fa", L=12.0, n=800_000)
+    prv = run.delta(1.0)
+    assert prv.lower <= float(fa) <= prv.upper
+    assert prv.certified and prv.details["variant"] == "prv"
+
+
+def test_fa_epsilon_and_defaults_agree_with_certified_scheme():
+    run = mk.compose((mk.subsample(mk.gaussian(sigma=1.0), 0.02), 500), (mk.laplace(scale=20.0), 3))
+    fa = run.epsilon(1e-5, variant="fa")  # default L and n from the certified plan
+    prv = run.epsilon(1e-5)
+    assert prv.lower <= float(fa) <= prv.upper
+    assert fa.lower <= float(fa) <= fa.upper and fa.method == "fft-fa"
+
+
+@pytest.mark.parametrize("kw,word", [({"variant": "exact"}, "variant"), ({"variant": "fa", "n": 1001}, "n must"),
+                                     ({"variant": "fa", "n": 2.5}, "n must"), ({"variant": "fa", "L": -1.0}, "L"),
+                                     ({"variant": "fa", "L": float("nan")}, "L"), ({"L": 12.0}, "variant='fa'"),
+                                     ({"variant": "fa", "L": 12.0, "n": 2**30}, "memory_limit")])
+def test_fa_bad_options(kw, word):
+    run = p1_run()
+    with pytest.raises(ParameterError, match=word):
+        run.delta(1.0, **kw)
+
+
+# ---- point masses at +inf (notes.md 1.1): the canonical (eps0, delta0)-DP pair, composed ------------------
+
+def approx_dp_pair():
+    import sympy as sp
+    k = sp.Symbol("k", integer=True)
+    e0 = sp.Symbol("eps0", positive=True)
+    d0 = sp.Symbol("delta0", positive=True)
+    hi, lo = (1 - d0) * sp.exp(e0) / (1 + sp.exp(e0)), (1 - d0) / (1 + sp.exp(e0))
+    p = sp.Piecewise((d0, sp.Eq(k, 0)), (hi, sp.Eq(k, 1)), (lo, sp.Eq(k, 2)), (0, True))
+    q = sp.Piecewise((0, sp.Eq(k, 0)), (lo, sp.Eq(k, 1)), (hi, sp.Eq(k, 2)), (d0, True))
+    return mk.Mechanism.from_densities(p, q, k, domain=[0, 1, 2, 3], name="approx_dp",
+                                       constraints={"delta0": "(0, 1)"})
+
+
+def approx_dp_exact_delta(e0, d0, k, eps, mu=0.0):
+    # Kairouz et al.: 1 - (1 - d0)^k + (1 - d0)^k * (pure eps0 randomized response composed k times);
+    # with a Gaussian partner N(mu^2/2, mu^2) the finite part is sum_j w_j delta_gauss(eps - loss_j)
+    from scipy.stats import binom, norm
+    j = np.arange(k + 1)
+    w = binom.pmf(j, k, math.exp(e0) / (1 + math.exp(e0)))
+    loss = (2 * j - k) * e0
+    if mu == 0.0:
+        fin = np.sum(w * np.maximum(0.0, 1.0 - np.exp(eps - loss)))
+    else:
+        x = eps - loss
+        fin = np.sum(w * (norm.cdf(-x / mu + mu / 2) - np.exp(x) * norm.cdf(-x / mu - mu / 2)))
+    return 1.0 - (1.0 - d0) ** k + (1.0 - d0) ** k * fin
+
+
+@pytest.mark.parametrize("e0,d0,k", [(0.5, 1e-4, 20), (0.2, 1e-6, 300)])
+def test_point_mass_at_infinity_composes_exactly(e0, d0, k):
+    m = approx_dp_pair()(eps0=e0, delta0=d0)
+    assert m.remove.inf_mass == pytest.approx(d0, rel=1e-12)
+    eps = np.array([0.5, 1.0, 2.0, 3.0])
+    pure = mk.compose((m, k)).delta(eps)
+    exact = np.array([approx_dp_exact_delta(e0, d0, k, e) for e in eps])
+    assert np.all(pure.lower <= exact) and np.all(exact <= pure.upper)
+    assert np.all(pure.lower >= 1.0 - (1.0 - d0) ** k - 1e-12)  # the mass at +inf alone
+    # with a continuous partner on the same grid (Gaussian, mu = 0.5): exact by conditioning on the atoms
+    mixed = mk.compose((m, k), mk.gaussian(sigma=2.0)).delta(eps)
+    exact = np.array([approx_dp_exact_delta(e0, d0, k, e, mu=0.5) for e in eps])
+    assert np.all(mixed.lower <= exact) and np.all(exact <= mixed.upper)
+    assert np.allclose(mixed, exact, atol=2e-4)
+    e = mk.compose((m, k)).epsilon(1e-2)
+    grid = np.linspace(0, 20, 200001)
+    ref = grid[np.argmax([approx_dp_exact_delta(e0, d0, k, x) <= 1e-2 for x in grid])]
+    assert e.lower <= ref + 1e-4 and ref - 1e-4 <= e.upper
