@@ -74,6 +74,28 @@ class _Direction:
     def abs3(self, t):
         return sum(c * plrv.tilted_abs3(t) for plrv, c in self.parts)
 
+    def model_start(self, target):
+        """log t where a Gaussian model of K (from K'(0), K''(0)) puts log delta_MSD0 at ``target``: a cheap,
+        usually close first guess for the search (the search itself uses the real K)."""
+        v0 = self.vector(0.0)
+        m1, var = float(v0[1]), float(v0[2])
+        if not (math.isfinite(m1) and math.isfinite(var) and var > 0):
+            return None
+
+        def logd(u):
+            t = math.exp(u)
+            eps = m1 + var * t - 1.0 / t - 1.0 / (1.0 + t)
+            p2 = var + 1.0 / t ** 2 + 1.0 / (1.0 + t) ** 2
+            return m1 * t + 0.5 * var * t * t - eps * t - math.log(t) - math.log1p(t) - 0.5 * (LOG_2PI + math.log(p2))
+
+        lo, hi = math.log(T_MIN), math.log(T_MAX)
+        if not (logd(lo) > target > logd(hi)):
+            return None
+        for _ in range(80):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if logd(mid) > target else (lo, mid)
+        return 0.5 * (lo + hi)
+
     def finite(self, t):
         return bool(np.isfinite(self.vector(t)[0]))
 
@@ -248,10 +270,17 @@ def _solve_t(dirn, target, fn, bounds, u0=None):
     (steps capped at a factor 16 in t), then Illinois regula falsi (bisection where a value is not finite).
     ``u0`` warm-starts the search (the bounds start from the estimate's tilt).
     """
+    if u0 is None:
+        u0 = dirn.model_start(target)
+        if u0 is not None and not dirn.finite(math.exp(u0)):
+            u0 = None
     u = math.log(dirn.start()) if u0 is None else u0
     lo_u, hi_u = -math.inf, math.inf  # fn > target at lo_u, < target at hi_u
     lo_v, hi_v = math.nan, math.nan
     side = 0  # Illinois bookkeeping: which end was kept last
+    prev = None
+    stalls, last_v = 0, math.inf
+    widths = []
     cap = math.log(16.0)
     for _ in range(200):
         t = math.exp(u)
@@ -273,19 +302,36 @@ def _solve_t(dirn, target, fn, bounds, u0=None):
                 if side == -1:
                     lo_v *= 0.5
                 side = -1
+            # slope: secant through the previous point where it is usable, else the envelope estimate
+            slope = -t * t * r["p2"]
+            if prev is not None and math.isfinite(v) and math.isfinite(prev[1]) and prev[0] != u:
+                sec = (v - prev[1]) / (u - prev[0])
+                if sec < 0:
+                    slope = sec
+            prev = (u, v)
             if lo_u > -math.inf and hi_u < math.inf:
                 if hi_u - lo_u <= 1e-13 * max(1.0, abs(hi_u)):
                     return hi_u if bounds else u
-                # bracketed: Illinois regula falsi (bisection where a value is not finite)
-                if math.isfinite(lo_v) and math.isfinite(hi_v) and hi_v < 0 < lo_v:
-                    nu = lo_u + (hi_u - lo_u) * lo_v / (lo_v - hi_v)
-                    if not (lo_u < nu < hi_u):
+                nu = u - v / slope if math.isfinite(v) else math.nan
+                width = hi_u - lo_u
+                widths.append(width)
+                if len(widths) >= 4 and width > 0.5 * widths[-4]:
+                    nu = 0.5 * (lo_u + hi_u)  # the bracket is not shrinking fast enough: bisect
+                    widths.clear()
+                elif not (lo_u < nu < hi_u) or stalls >= 2:
+                    # Illinois regula falsi (bisection where a value is not finite)
+                    if math.isfinite(lo_v) and math.isfinite(hi_v) and hi_v < 0 < lo_v:
+                        nu = lo_u + (hi_u - lo_u) * lo_v / (lo_v - hi_v)
+                        if not (lo_u < nu < hi_u):
+                            nu = 0.5 * (lo_u + hi_u)
+                    else:
                         nu = 0.5 * (lo_u + hi_u)
-                else:
-                    nu = 0.5 * (lo_u + hi_u)
+                    stalls = 0
+                elif abs(v) > 0.5 * abs(last_v):
+                    stalls += 1
+                last_v = v
             else:
-                # one side unknown: a Newton step with the envelope slope, capped at a factor 4 in t
-                slope = -t * t * r["p2"]
+                # one side unknown: a Newton step, capped at a factor 16 in t
                 nu = u - v / slope if math.isfinite(v) and slope < 0 else math.nan
                 if not math.isfinite(nu):
                     nu = u + cap if v > 0 else u - cap

@@ -29,7 +29,7 @@ INTEGRATE_SECONDS = 12.0
 MGF_SECONDS = 15.0
 
 
-class _Timeout(Exception):
+class _Timeout(BaseException):  # not an Exception: SymPy code that catches Exception must not swallow it
     pass
 
 
@@ -41,6 +41,10 @@ def time_limit(seconds):
         return
 
     def handler(signum, frame):
+        # The exception can land where Python swallows it (a gc callback, a __del__): re-arm first, so the
+        # limit fires again shortly instead of letting the slow call run unbounded.  The ``finally`` below
+        # disarms the timer once the guarded block has exited.
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
         raise _Timeout()
 
     old = signal.signal(signal.SIGALRM, handler)

@@ -140,3 +140,22 @@ def test_point_mass_at_infinity_has_no_saddle_point():
     m = approx_dp_pair()(eps0=0.5, delta0=1e-6)
     with pytest.raises(NumericalLimitError, match="fft"):
         mk.compose((m, 10)).epsilon(1e-5, method="spa")
+
+
+@settings(max_examples=10, deadline=None)
+@given(sigma=st.floats(0.6, 3.0), q=st.floats(0.005, 0.2), k=st.integers(50, 3000), logd=st.floats(-12.0, -4.0))
+def test_random_dp_sgd_intervals_intersect_fft(sigma, q, k, logd):
+    # the SPA's certified interval and the FFT's must intersect (both contain the truth), and the solver
+    # must converge (no NumericalLimitError) across the DP-SGD range
+    run = mk.compose((sg(sigma, q), k))
+    d = 10.0 ** logd
+    spa = run.epsilon(d, method="spa")
+    assert spa.lower <= float(spa) <= spa.upper
+    try:
+        fft = run.epsilon(d, eps_error=0.05)
+    except NumericalLimitError as exc:  # below the FFT's floating-point floor: it refuses and points here
+        assert "spa" in str(exc)
+        return
+    assert max(fft.lower, spa.lower) <= min(fft.upper, spa.upper) + 1e-9
+    if spa.details["reliable"]:
+        assert abs(float(spa) - float(fft)) <= 0.05 + 0.02 * float(fft)
