@@ -20,16 +20,56 @@ def _log1mexp(x):
     return np.where(x > -math.log(2), np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
 
 
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(16)
+SMALL_MU = 0.5
+
+
+def _x_plus_mills(x):
+    """h(x) = x + phi(x)/Phi(x) > 0 without cancellation: for x < -3 by the continued fraction
+    h(x) = 1/(y + 2/(y + 3/(y + ...))), y = -x (from Laplace's fraction for the Mills ratio)."""
+    x = np.asarray(x, dtype=float)
+    out = np.empty(x.shape)
+    far = x < -3.0
+    with np.errstate(all="ignore"):
+        xn = x[~far]
+        out[~far] = xn + np.exp(-0.5 * xn * xn - 0.5 * math.log(2 * math.pi) - log_ndtr(xn))
+        y = -x[far]
+        tail = np.zeros(y.shape)
+        for j in range(120, 1, -1):  # backward evaluation of y + j/(y + (j+1)/(...))
+            tail = j / (y + tail)
+        out[far] = 1.0 / (y + tail)
+    return out
+
+
+def log_delta_array(mu, eps):
+    """log delta_mu(eps) elementwise for arrays mu > 0, eps >= 0 (broadcast), accurate for tiny mu and delta.
+
+    delta = Phi(a) (1 - e^D) with a = -eps/mu + mu/2 and D = eps - [log Phi(a) - log Phi(a - mu)].  For
+    mu < 1/2 the difference is computed without cancellation as D = -mu * mean of h(x) = x + phi/Phi over
+    [a - mu, a] (16-point Gauss-Legendre); for larger mu the direct difference is accurate.
+    """
+    mu, eps = np.broadcast_arrays(np.asarray(mu, dtype=float), np.asarray(eps, dtype=float))
+    with np.errstate(all="ignore"):
+        a = -eps / mu + mu / 2
+        la = log_ndtr(a)
+        D = eps + log_ndtr(a - mu) - la
+        small = mu < SMALL_MU
+        if np.any(small):
+            ms, as_ = mu[small], a[small]
+            xs = as_[..., None] - 0.5 * ms[..., None] * (1.0 - _GL_X)  # nodes on [a - mu, a]
+            avg = 0.5 * np.sum(_GL_W * _x_plus_mills(xs), axis=-1)
+            D = D.copy()
+            D[small] = -ms * avg
+        out = np.where(D < 0, la + _log1mexp(np.minimum(D, 0.0)), -np.inf)
+    return out
+
+
 def log_delta(mu, epsilon):
     mu = check_finite_real("mu", mu, low=0.0)
     eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
     if np.any(np.isnan(eps)) or np.any(eps < 0):
         raise ParameterError(f"epsilon must lie in [0, inf], got {eps[np.isnan(eps) | (eps < 0)][0]!r}")
-    with np.errstate(all="ignore"):
-        la = log_ndtr(-eps / mu + mu / 2)
-        lb = eps + log_ndtr(-eps / mu - mu / 2)
-        out = np.where(la > lb, la + _log1mexp(np.minimum(lb - la, 0.0)), -np.inf)
-    return out
+    return log_delta_array(np.full(eps.shape, mu), eps)
 
 
 def delta(mu, epsilon):

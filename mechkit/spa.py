@@ -96,6 +96,10 @@ class _Direction:
             lo, hi = (mid, hi) if logd(mid) > target else (lo, mid)
         return 0.5 * (lo + hi)
 
+    def sup(self):
+        """The largest value the composed loss can take (inf for unbounded losses)."""
+        return sum(c * plrv.support[1] for plrv, c in self.parts)
+
     def finite(self, t):
         return bool(np.isfinite(self.vector(t)[0]))
 
@@ -142,6 +146,8 @@ class _Direction:
             lo = t
             while True:
                 t2 = self.up(t)
+                if t2 is None and eps >= self.sup():
+                    raise _ZeroDelta()
                 if t2 is None:
                     raise NumericalLimitError(
                         f"no saddle point for epsilon = {eps:g} ({self.direction} direction): K'(t) - 1/t - 1/(1+t) "
@@ -234,8 +240,16 @@ def _value(res, key):
     return v
 
 
+class _ZeroDelta(Exception):
+    """epsilon is at or above the largest value of the composed loss: delta is exactly 0 there."""
+
+
 def _delta_one(dirn, eps, key):
-    t = dirn.saddle(eps)
+    try:
+        t = dirn.saddle(eps)
+    except _ZeroDelta:
+        r = {"t": math.nan, "log_err": -math.inf, "log_clt": -math.inf, "corr": 1.0}
+        return -math.inf, -math.inf, -math.inf, r
     res = dirn.at(t, eps)
     return _value(res, key), res["log_lower"], res["log_upper"], res
 

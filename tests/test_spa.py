@@ -46,7 +46,7 @@ def test_bounds_of_notes_8_2_table():
 def test_delta_of_truth_epsilon_is_1e_15():
     # notes.md 8.2 [CHECK]: the contour integral at eps_true gives 0.99999999650e-15 (n = 1500), 0.9999999929e-15 (3048)
     d = mk.compose((sg(), 3048)).delta(TRUTH[3048], method="spa")
-    assert float(d) == pytest.approx(1e-15, rel=3e-6)
+    assert float(d) == pytest.approx(1e-15, rel=5e-5, abs=0.0)  # MSD1: 3e-7 in epsilon is ~2e-5 in delta
     assert d.lower <= 0.9999999929e-15 <= d.upper
 
 

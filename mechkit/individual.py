@@ -1,0 +1,861 @@
+"""Individual and fully adaptive privacy accounting with Gaussian DP (Koskela, Tobaben, Honkela; notes.md 4).
+
+**Fully adaptive composition (Theorem 2, notes.md 4.3).**  Run mechanisms one after another, each chosen after
+seeing the previous outputs.  If step j is mu_j-GDP given the past (mu_j may depend on the past) and, with
+probability one, ``sum_j mu_j^2 <= B^2`` for a budget B fixed in advance, the whole sequence is B-GDP, so it is
+(epsilon, delta(epsilon))-DP for every epsilon >= 0 with the exact curve (Corollary 2, notes.md 8.1 V9)
+
+    delta(epsilon) = Phi(-epsilon/B + B/2) - e^epsilon Phi(-epsilon/B - B/2),
+
+evaluated in log space by :mod:`mechkit.gdp`.  :class:`AdaptiveGDPFilter` enforces the condition (Algorithm 2).
+
+**Individual filter (Algorithm 1, notes.md 4.4).**  The same guarantee holds per example: example i may take part
+in step j with its own mu_j^(i) as long as its own ``sum_j (mu_j^(i))^2 <= B^2``; examples that would exceed the
+budget drop out (their mu is zeroed) while the others continue.  :class:`GDPFilter` keeps, for N examples, the
+spent ``sum_j (mu_j^(i))^2`` and decides each step who takes part.  For (full-batch) DP-GD, where step j releases
+``sum_i g_i + N(0, sigma^2 I)`` with per-example clipped gradients g_i (``||g_i|| <= clip``),
+
+    mu_j^(i) = ||g_i||_2 / sigma            (notes.md 4.4, C.2; :func:`mu_from_norms`)
+
+where sigma is the standard deviation of the noise added to the sum (with a noise multiplier z, sigma = z * clip).
+With ``scale_last_step=True`` (Remark 3) an example that would overshoot takes part once more with its
+contribution scaled by ``sqrt(remaining budget) / mu`` (multiply its gradient by the returned factor), so it spends
+its budget exactly: ``sum_j (mu_j^(i))^2 = B^2`` and the (epsilon, delta) curve above is then tight for it.
+
+**Odometer (C.5).**  :class:`GDPOdometer` records the per-example spending without stopping anyone.  With an
+increment Delta it reports the C.5 guarantee: a run stopped when an example's spending first reaches level
+``m Delta^2`` is ``sqrt(m) Delta``-GDP for it (a sequence of filters with budgets B_m^2 = m Delta^2).
+
+**RDP baseline (Feldman and Zrnic; notes.md 4.5).**  :class:`RDPFilter` is the individual Renyi filter: the
+Gaussian step has RDP ``alpha mu^2 / 2`` at every order alpha, so the per-order filters ``sum_j alpha
+(mu_j^(i))^2 / 2 <= rho`` are all the same condition on ``sum_j (mu_j^(i))^2`` and the RDP guarantee holds at every
+order at once; it is converted to (epsilon, delta) with the conversion :mod:`mechkit.rdp` uses,
+
+    epsilon = min over alpha > 1 of  RDP(alpha) + log((alpha - 1)/alpha) - (log delta + log alpha)/(alpha - 1).
+
+Both filters halt on the same statistic, so at equal (epsilon, delta) the GDP filter allows more steps: the gain is
+entirely in the conversion (notes.md 8.1 V4: sigma = 100, delta = 1e-5, 420 RDP steps vs 495 GDP steps).
+
+What the per-example ``epsilon(delta)`` reports: the epsilon of the privacy each example has spent so far,
+mu_i = sqrt(sum_j (mu_j^(i))^2) (the individual epsilons of P3's histograms).  The filter's guarantee, the same for
+every example, is ``budget_epsilon(delta)``; examples that exhausted the budget reach it exactly.
+
+Everything is vectorised over examples (no Python loop over examples); one step of a filter over N = 1e6 examples
+takes a few milliseconds.  ``save(path)`` / ``load(path)`` store the state atomically in a checksummed file;
+a restored accountant continues bit-identically.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import numbers
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import log_ndtr, ndtri
+
+from . import gdp as _gdp
+from . import rdp as _rdp
+from .errors import MechkitError, ParameterError, check_finite_real
+
+__all__ = ["GDPFilter", "AdaptiveGDPFilter", "GDPOdometer", "RDPFilter", "StateFileError", "mu_from_norms",
+           "composed_mu", "mu_from_epsilon", "epsilon_from_mu", "delta_from_mu", "rdp_epsilon_from_mu",
+           "load"]
+
+FORMAT = "mechkit.individual"
+FORMAT_VERSION = 1
+#: a full step that lands within this relative distance below the budget exhausts it (spent is set to the budget;
+#: conservative, and it avoids absurdly small last steps caused by rounding in the sum of squares)
+EXHAUST_RTOL = 1e-12
+
+
+class StateFileError(MechkitError):
+    """A saved accountant state cannot be read: missing parts, truncated, corrupt or of another kind/version."""
+
+
+# --------------------------------------------------------------------------------------------------- validation
+
+def _check_n(n_examples):
+    if isinstance(n_examples, bool) or not isinstance(n_examples, numbers.Integral) or int(n_examples) < 1:
+        raise ParameterError(f"n_examples must be a positive integer (>= 1), got {n_examples!r}")
+    return int(n_examples)
+
+
+def _check_delta(delta):
+    return check_finite_real("delta", delta, low=0.0, high=1.0)
+
+
+#: the largest per-step or total GDP parameter accepted (its square must not overflow; epsilon would be ~1e200)
+MU_MAX = 1e100
+
+
+def _check_array(name, values, *, length=None, allow_scalar=False, high=MU_MAX):
+    """float64 array of finite values in [0, high], or ParameterError naming ``name`` and the allowed range."""
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "iuf":
+        raise ParameterError(f"{name} must be an array of real numbers in [0, inf), got dtype {arr.dtype}")
+    arr = arr.astype(np.float64, copy=False)
+    if length is not None and (arr.ndim != 1 or arr.shape[0] != length):
+        raise ParameterError(f"{name} must be a 1-D array of length {length} (one entry per example), "
+                             f"got shape {arr.shape}")
+    if arr.ndim == 0 and not allow_scalar:
+        raise ParameterError(f"{name} must be an array, got a scalar")
+    if arr.size:
+        lo, hi = arr.min(), arr.max()  # NaN propagates into both
+        if not (math.isfinite(lo) and math.isfinite(hi)) or lo < 0 or (high is not None and hi > high):
+            flat = arr.ravel()
+            bad = np.flatnonzero(~np.isfinite(flat) | (flat < 0) | (flat > (np.inf if high is None else high)))[0]
+            where = f" at index {np.unravel_index(bad, arr.shape)}" if arr.ndim > 1 else (
+                f" at index {bad}" if arr.ndim == 1 else "")
+            rng = "[0, inf) (finite)" if high is None else f"[0, {high:g}]"
+            raise ParameterError(f"{name} must lie in {rng}, got {flat[bad]!r}{where}")
+    return arr
+
+
+def mu_from_norms(norms, clip, sigma):
+    """Per-example GDP parameters of one DP-GD step: ``min(norm, clip) / sigma`` (vectorised).
+
+    ``norms``: the per-example gradient norms before clipping (>= 0); ``clip``: the clipping bound C; ``sigma``: the
+    standard deviation of the Gaussian noise added to the *sum* of clipped gradients (with a noise multiplier z,
+    ``sigma = z * clip``).  Removing example i changes the sum by its clipped gradient, so the step is
+    ``||g_i||/sigma``-GDP for it (notes.md 4.4, C.2).
+    """
+    c = check_finite_real("clip", clip, low=0.0)
+    s = check_finite_real("sigma", sigma, low=0.0)
+    arr = _check_array("norms", norms, allow_scalar=True, high=None)
+    out = np.minimum(arr, c) / s
+    return float(out) if np.ndim(norms) == 0 else out
+
+
+def composed_mu(mus, axis=None):
+    """sqrt(sum mu_j^2): the GDP parameter of composed Gaussian steps (Theorem 2 when bounded a priori)."""
+    arr = _check_array("mus", mus, allow_scalar=True)
+    return np.sqrt(np.sum(arr * arr, axis=axis))
+
+
+# ----------------------------------------------------------------------------------------- GDP, vectorised in mu
+
+def _log_delta_vec(mu, eps):
+    """log delta_mu(eps) elementwise (mu > 0, eps >= 0): mechkit.gdp's cancellation-free form."""
+    return _gdp.log_delta_array(mu, eps)
+
+
+def _gdp_eps_unique(mu, delta):
+    """Smallest eps >= 0 with delta_mu(eps) <= delta, for an array of mu >= 0 (safeguarded Newton)."""
+    out = np.zeros(mu.shape)
+    logd = math.log(delta)
+    idx = np.flatnonzero(mu > 0)
+    if idx.size == 0:
+        return out
+    idx = idx[_log_delta_vec(mu[idx], 0.0) > logd]
+    if idx.size == 0:
+        return out
+    m = mu[idx]
+    z = max(-float(ndtri(delta)), 0.0)
+    # delta_mu(e) <= Phi(-e/mu + mu/2) <= delta at e = mu^2/2 + mu z: a bracket [lo, hi] with f(lo) > 0 >= f(hi)
+    lo = np.zeros_like(m)
+    hi = m * m / 2 + m * z
+    hi = hi * (1 + 1e-12) + 1e-300
+    x = hi.copy()
+    todo = np.arange(m.size)
+    for _ in range(200):
+        mm, xx = m[todo], x[todo]
+        ld = _log_delta_vec(mm, xx)
+        f = ld - logd
+        pos = f > 0
+        lo[todo] = np.where(pos, xx, lo[todo])
+        hi[todo] = np.where(pos, hi[todo], xx)
+        with np.errstate(all="ignore"):
+            slope = -np.exp(xx + log_ndtr(-xx / mm - mm / 2) - ld)  # d log delta / d eps
+            xn = xx - f / slope
+        l, h = lo[todo], hi[todo]
+        ok = np.isfinite(xn) & (xn > l) & (xn < h)
+        tight = h - l <= 4e-16 * h
+        done = (f == 0) | tight | (ok & (np.abs(xn - xx) <= 4e-16 * xn))
+        # f == 0: the root itself; a collapsed bracket: its upper end (delta(hi) <= delta); else Newton, or bisection
+        x[todo] = np.where(f == 0, xx, np.where(tight, h, np.where(ok, xn, 0.5 * (l + h))))
+        todo = todo[~done]
+        if todo.size == 0:
+            break
+    out[idx] = x
+    return out
+
+
+def _unique_apply(values, fn):
+    """fn (increasing) on the distinct values only; the results are made exactly non-decreasing in the values.
+
+    The root finders are accurate to a few ulps, so two close values could come out in the wrong order; the running
+    maximum over the sorted distinct values removes that (it only ever raises an epsilon, by rounding noise).
+    """
+    flat = values.ravel()
+    u, inv = np.unique(flat, return_inverse=True)
+    return np.maximum.accumulate(fn(u))[inv].reshape(values.shape)
+
+
+def epsilon_from_mu(mu, delta):
+    """epsilon(delta) of mu-GDP with the exact curve, vectorised over ``mu`` (an array of GDP parameters)."""
+    d = _check_delta(delta)
+    arr = _check_array("mu", mu, allow_scalar=True)
+    out = _unique_apply(arr, lambda u: _gdp_eps_unique(u, d))
+    return float(out) if np.ndim(mu) == 0 else out
+
+
+def delta_from_mu(mu, epsilon):
+    """delta(epsilon) of mu-GDP with the exact curve, vectorised over ``mu``."""
+    e = check_finite_real("epsilon", epsilon, low=0.0, low_open=False)
+    arr = _check_array("mu", mu, allow_scalar=True)
+    out = np.zeros(arr.shape)
+    pos = arr > 0
+    out[pos] = np.exp(_log_delta_vec(arr[pos], e))
+    return float(out) if np.ndim(mu) == 0 else out
+
+
+def mu_from_epsilon(epsilon, delta):
+    """The largest B with delta_B(epsilon) <= delta on the exact mu-GDP curve (budget conversion)."""
+    e = check_finite_real("epsilon", epsilon, low=0.0)
+    d = _check_delta(delta)
+    logd = math.log(d)
+    f = lambda m: float(_gdp.log_delta(m, e)[0]) - logd  # increasing in m
+    hi = 1.0
+    while f(hi) <= 0:
+        hi *= 2.0
+        if hi > 1e6:
+            raise ParameterError(f"epsilon = {e!r} with delta = {d!r} puts no bound on mu")
+    lo = min(hi / 2, 1.0)
+    while f(lo) > 0:
+        lo /= 2.0
+    g = lambda m: f(m) if math.isfinite(f(m)) else -1e300
+    b = brentq(g, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
+    while f(b) > 0:  # make the budget conservative: delta_B(epsilon) <= delta
+        b = float(np.nextafter(b, 0.0))
+    return float(b)
+
+
+# ------------------------------------------------------------------------------------------ RDP, vectorised
+
+def _rdp_const(alpha, logd):
+    return np.log1p(-1.0 / alpha) - (logd + np.log(alpha)) / (alpha - 1.0)
+
+
+def _rdp_eps_sq_unique(s, delta, chunk=1 << 15):
+    """min over alpha of alpha s/2 + log((alpha-1)/alpha) - (log delta + log alpha)/(alpha-1), for s = sum mu^2.
+
+    Grid ``mechkit.rdp.DEFAULT_ALPHAS``, then a golden-section refinement in log alpha between the neighbours of the
+    best grid order (what :func:`mechkit.rdp.epsilon` does per composition).  Any alpha gives an upper bound.
+    """
+    logd = math.log(delta)
+    grid = np.asarray(_rdp.DEFAULT_ALPHAS, dtype=float)
+    cg = _rdp_const(grid, logd)
+    lg = np.log(grid)
+    out = np.zeros(s.shape)
+    idx = np.flatnonzero(s > 0)
+    inv_phi = (math.sqrt(5.0) - 1.0) / 2.0
+    for start in range(0, idx.size, chunk):
+        sel = idx[start:start + chunk]
+        ss = s[sel]
+        vals = 0.5 * ss[:, None] * grid[None, :] + cg[None, :]
+        i = np.argmin(vals, axis=1)
+        best = vals[np.arange(sel.size), i]
+        a = lg[np.maximum(i - 1, 0)]
+        b = lg[np.minimum(i + 1, grid.size - 1)]
+        f = lambda la: 0.5 * ss * np.exp(la) + _rdp_const(np.exp(la), logd)
+        c = b - inv_phi * (b - a)
+        d = a + inv_phi * (b - a)
+        fc, fd = f(c), f(d)
+        for _ in range(64):  # golden section: one new evaluation per iteration
+            left = fc < fd  # the minimum lies in [a, d]
+            a = np.where(left, a, c)
+            b = np.where(left, d, b)
+            x = np.where(left, b - inv_phi * (b - a), a + inv_phi * (b - a))
+            fx = f(x)
+            c, d, fc, fd = (np.where(left, x, d), np.where(left, c, x),
+                            np.where(left, fx, fd), np.where(left, fc, fx))
+        best = np.minimum(best, np.minimum(fc, fd))
+        out[sel] = np.maximum(best, 0.0)
+    return out
+
+
+def rdp_epsilon_from_mu(mu, delta):
+    """epsilon(delta) from the RDP curve alpha mu^2/2 of mu-GDP Gaussian steps, improved conversion, vectorised."""
+    d = _check_delta(delta)
+    arr = _check_array("mu", mu, allow_scalar=True)
+    out = _unique_apply(arr * arr, lambda u: _rdp_eps_sq_unique(u, d))
+    return float(out) if np.ndim(mu) == 0 else out
+
+
+def _rdp_cap_for(epsilon, delta):
+    """The largest s = sum mu^2 whose RDP-converted epsilon(delta) is <= epsilon."""
+    f = lambda s: float(_rdp_eps_sq_unique(np.array([s]), delta)[0]) - epsilon  # increasing in s
+    hi = 1.0
+    while f(hi) <= 0:
+        hi *= 2.0
+        if hi > 1e12:
+            raise ParameterError(f"epsilon = {epsilon!r} with delta = {delta!r} puts no bound on the RDP budget")
+    lo = hi / 2
+    while f(lo) > 0:
+        lo /= 2.0
+        if lo < 1e-300:
+            raise ParameterError(f"epsilon = {epsilon!r} is too small for delta = {delta!r} under RDP")
+    s = brentq(f, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
+    while f(s) > 0:
+        s *= 1 - 1e-13
+    return float(s)
+
+
+# ------------------------------------------------------------------------------------------------- state files
+
+def _digest(arrays, meta_bytes):
+    h = hashlib.sha256()
+    h.update(meta_bytes)
+    for name in sorted(arrays):
+        a = np.asarray(arrays[name], order="C")
+        h.update(f"\0{name}\0{a.dtype.str}\0{a.shape}\0".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _atomic_write(path, data):
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:  # make the rename itself durable (best effort: not every platform can open a directory)
+        dfd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+def _read_state(path):
+    """(meta dict, arrays dict) of a state file, verified; StateFileError naming the file otherwise."""
+    data = Path(path).read_bytes()  # a missing file raises FileNotFoundError, which names it
+    bad = lambda why: StateFileError(f"{os.fspath(path)!r} is not a valid mechkit individual-accounting state "
+                                     f"file: {why}")
+    try:
+        z = np.load(io.BytesIO(data), allow_pickle=False)
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise ValueError("not an npz archive")
+        with z:
+            arrays = {name: z[name] for name in z.files}
+    except Exception as exc:  # noqa: BLE001 -- any failure to parse untrusted bytes means a bad file
+        raise bad(f"truncated or corrupt ({type(exc).__name__}: {exc})") from None
+    for key in ("meta", "sha256"):
+        if key not in arrays:
+            raise bad(f"the {key!r} record is missing")
+    meta_bytes = arrays.pop("meta").tobytes()
+    stored = arrays.pop("sha256").tobytes().decode("ascii", "replace")
+    if _digest(arrays, meta_bytes) != stored:
+        raise bad("checksum mismatch (the file is corrupt)")
+    try:
+        meta = json.loads(meta_bytes.decode("utf-8"))
+    except ValueError as exc:
+        raise bad(f"unreadable header ({exc})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise bad("not written by mechkit.individual")
+    if meta.get("version") != FORMAT_VERSION:
+        raise bad(f"format version {meta.get('version')!r}; this mechkit reads version {FORMAT_VERSION}")
+    return meta, arrays, bad
+
+
+def load(path):
+    """Restore any accountant saved by ``.save(path)`` (the class is read from the file)."""
+    meta, arrays, bad = _read_state(path)
+    cls = _KINDS.get(meta.get("kind"))
+    if cls is None:
+        raise bad(f"unknown accountant kind {meta.get('kind')!r}")
+    return cls._build(meta, arrays, bad)
+
+
+# ---------------------------------------------------------------------------------------------- accountants
+
+class _Accountant:
+    """Per-example spent sum of mu^2 for N examples; conversions, save/load."""
+
+    _kind = None
+    _array_names = ("spent_sq",)
+
+    def _init_state(self, n):
+        self._n = n
+        self._spent = np.zeros(n)
+        self._steps = 0
+
+    # ----- views
+    @property
+    def n_examples(self):
+        return self._n
+
+    @property
+    def steps(self):
+        """Number of ``step`` calls so far."""
+        return self._steps
+
+    @property
+    def spent_sq(self):
+        """Per-example spent sum_j (mu_j^(i))^2 (a copy)."""
+        return self._spent.copy()
+
+    @property
+    def spent_mu(self):
+        """Per-example GDP parameter of the privacy spent so far, sqrt(sum_j (mu_j^(i))^2)."""
+        return np.sqrt(self._spent)
+
+    def _report_mu(self):
+        return np.sqrt(self._spent)
+
+    def epsilon(self, delta):
+        """Per-example epsilon(delta) of the privacy spent so far (exact mu-GDP curve), shape (N,)."""
+        d = _check_delta(delta)
+        return _unique_apply(self._report_mu(), lambda u: _gdp_eps_unique(u, d))
+
+    def delta(self, epsilon):
+        """Per-example delta(epsilon) of the privacy spent so far (exact mu-GDP curve), shape (N,)."""
+        return delta_from_mu(self._report_mu(), epsilon)
+
+    # ----- validation shared by the subclasses
+    def _check_step(self, mu):
+        return _check_array("mu", mu, length=self._n)
+
+    # ----- persistence
+    def _params(self):
+        return {}
+
+    def _arrays(self):
+        return {"spent_sq": self._spent, "steps": np.array(self._steps, dtype=np.int64)}
+
+    def save(self, path):
+        """Write the state to ``path`` atomically (temp file in the same directory, fsync, os.replace)."""
+        arrays = {k: np.asarray(v, order="C") for k, v in self._arrays().items()}
+        meta = {"format": FORMAT, "version": FORMAT_VERSION, "kind": self._kind, "n_examples": self._n,
+                "params": {k: (float(v).hex() if isinstance(v, float) else v) for k, v in self._params().items()}}
+        meta_bytes = json.dumps(meta, sort_keys=True).encode("utf-8")
+        sha = _digest(arrays, meta_bytes)
+        buf = io.BytesIO()
+        np.savez(buf, meta=np.frombuffer(meta_bytes, dtype=np.uint8),
+                 sha256=np.frombuffer(sha.encode("ascii"), dtype=np.uint8), **arrays)
+        _atomic_write(path, buf.getvalue())
+
+    @classmethod
+    def load(cls, path):
+        """A new accountant restored from ``path``; StateFileError (naming the file) if it is not valid."""
+        return cls._build(*_read_state(path))
+
+    @classmethod
+    def _build(cls, meta, arrays, bad):
+        if meta.get("kind") != cls._kind:
+            raise bad(f"it holds a {meta.get('kind')!r}, not a {cls._kind!r}")
+        n = meta.get("n_examples")
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise bad(f"n_examples = {n!r}")
+        params = {}
+        try:
+            for k, v in dict(meta.get("params") or {}).items():
+                params[k] = float.fromhex(v) if k not in cls._raw_params else v
+        except (TypeError, ValueError) as exc:
+            raise bad(f"unreadable parameters ({exc})") from None
+        need = {"spent_sq": (np.float64, (n,)), "steps": (np.int64, ())}
+        need.update(cls._extra_arrays(n))
+        for name, (dtype, shape) in need.items():
+            a = arrays.get(name)
+            if a is None:
+                raise bad(f"the {name!r} array is missing")
+            if a.dtype != dtype or a.shape != shape:
+                raise bad(f"the {name!r} array has dtype {a.dtype} and shape {a.shape}, expected {np.dtype(dtype)} "
+                          f"and {shape}")
+        spent = arrays["spent_sq"]
+        if not np.all(np.isfinite(spent)) or np.any(spent < 0):
+            raise bad("spent_sq holds negative or non-finite values")
+        try:
+            obj = cls._restore(n, params, arrays)
+        except (MechkitError, KeyError, TypeError, ValueError) as exc:
+            raise bad(f"inconsistent parameters ({exc})") from None
+        return obj
+
+    _raw_params = ()
+
+    @classmethod
+    def _extra_arrays(cls, n):
+        return {}
+
+
+class _SquaredBudgetFilter(_Accountant):
+    """Individual filter on sum_j (mu_j^(i))^2 <= cap (Algorithm 1 with the Remark 3 last-step scaling)."""
+
+    _raw_params = ("scale_last_step",)
+
+    def _init_filter(self, n, cap, scale_last_step):
+        self._init_state(n)
+        self._cap = float(cap)
+        self._cap_lo = self._cap * (1.0 - EXHAUST_RTOL)
+        self._scale_last = bool(scale_last_step)
+        self._halted_at = np.full(n, -1, dtype=np.int64)
+        self._live = np.ones(n)                  # 1.0 while the budget is not exhausted, then 0.0
+        self._thr = np.full(n, self._cap_lo)     # cap_lo while active, +inf once exhausted
+        self._scale = np.ones(n)
+        self._new = np.empty(n)
+        self._sq = np.empty(n)
+
+    @classmethod
+    def _extra_arrays(cls, n):
+        return {"halted_at": (np.int64, (n,)), "last_scale": (np.float64, (n,))}
+
+    def _arrays(self):
+        out = super()._arrays()
+        out.update(halted_at=self._halted_at, last_scale=self._scale)
+        return out
+
+    def _set_arrays(self, arrays):
+        spent, halted_at, scale = arrays["spent_sq"], arrays["halted_at"], arrays["last_scale"]
+        if np.any(spent > self._cap):
+            raise ParameterError("spent_sq exceeds the budget")
+        steps = int(arrays["steps"])
+        if steps < 0 or np.any(halted_at < -1) or np.any(halted_at > steps):
+            raise ParameterError("halted_at / steps out of range")
+        if np.any((halted_at >= 0) & (spent != self._cap)):
+            raise ParameterError("a halted example has not spent its budget")
+        self._spent[:] = spent
+        self._halted_at[:] = halted_at
+        halted = halted_at >= 0
+        self._live[:] = np.where(halted, 0.0, 1.0)
+        self._thr[:] = np.where(halted, np.inf, self._cap_lo)
+        self._scale[:] = scale
+        self._steps = steps
+
+    # ----- views
+    @property
+    def halted_at(self):
+        """Per-example step (1-based) at which the budget was exhausted, -1 while still active (a copy)."""
+        return self._halted_at.copy()
+
+    @property
+    def active(self):
+        """Boolean mask of the examples that have not exhausted their budget."""
+        return self._halted_at < 0
+
+    @property
+    def n_active(self):
+        return int(np.count_nonzero(self._halted_at < 0))
+
+    @property
+    def last_scale(self):
+        """The factors of the last step: 1 full contribution, (0, 1) scaled last step, 0 left out."""
+        return self._scale.copy()
+
+    @property
+    def remaining_sq(self):
+        return self._cap - self._spent
+
+    @property
+    def scale_last_step(self):
+        return self._scale_last
+
+    # ----- the step
+    def step(self, mu, return_scale=False):
+        """Account one step with per-example GDP parameters ``mu`` (length N, >= 0; see :func:`mu_from_norms`).
+
+        Returns the boolean mask of the examples that take part in this step (before it, they had not exhausted
+        the budget, and their step fits or is scaled to fit).  With ``return_scale=True`` returns
+        ``(active, scale)``: multiply example i's contribution (its clipped gradient) by ``scale[i]``: 1 for a full
+        step, in (0, 1) for the last step of an example whose budget is then exactly used up (Remark 3), 0 for
+        examples left out.  Bad input raises ParameterError before any state changes.
+        """
+        mu = self._check_step(mu)
+        sq = np.multiply(mu, mu, out=self._sq)
+        sq *= self._live                               # exhausted examples: mu zeroed (Algorithm 1, step 3)
+        new = np.add(self._spent, sq, out=self._new)
+        scale = self._scale
+        np.copyto(scale, self._live)
+        hit = new >= self._thr                         # threshold +inf for exhausted examples
+        if hit.any():                                  # only the examples reaching their budget this step
+            idx = np.flatnonzero(hit)
+            over = new[idx] > self._cap
+            o = idx[over]
+            if self._scale_last:                       # Remark 3: scale the last step to use the budget exactly
+                rem = self._cap - self._spent[o]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    f = np.sqrt(rem / sq[o])
+                f = np.minimum(np.nextafter(f, 0.0), 1.0)  # round down: (f mu)^2 <= rem
+                scale[o] = np.where(rem > 0, f, 0.0)
+                newly = idx                            # scaled, or landed within EXHAUST_RTOL of the budget
+            else:  # Algorithm 1 as printed: left out of this step (mu zeroed), may take part later
+                scale[o] = 0.0
+                new[o] = self._spent[o]
+                newly = idx[~over]
+            new[newly] = self._cap
+            self._halted_at[newly] = self._steps + 1
+            self._live[newly] = 0.0
+            self._thr[newly] = np.inf
+        self._new, self._spent = self._spent, new
+        self._steps += 1
+        active = scale > 0
+        if return_scale:
+            return active, scale.copy()
+        return active
+
+    def _params(self):
+        return {"cap_sq": self._cap, "scale_last_step": self._scale_last}
+
+
+class GDPFilter(_SquaredBudgetFilter):
+    """Individual GDP filter (Algorithm 1 of Koskela, Tobaben, Honkela) over ``n_examples`` examples.
+
+    Budget: a GDP parameter ``budget_mu`` = B, or a target ``(epsilon, delta)`` converted to the largest B with
+    delta_B(epsilon) <= delta on the exact mu-GDP curve.  Every example may spend sum_j (mu_j^(i))^2 <= B^2; the
+    output is then B-GDP with respect to each example (Theorem 1 / Corollary 2, notes.md 4.4).
+
+    ``step(mu)`` takes this step's per-example mu (for DP-GD ``mu_from_norms(norms, clip, sigma)``, sigma the noise
+    standard deviation on the gradient sum) and returns the mask of examples taking part.  ``epsilon(delta)`` and
+    ``delta(epsilon)`` give each example's individual values from its spent sqrt(sum mu^2);
+    ``budget_epsilon(delta)`` is the guarantee (reached exactly by the examples whose budget is used up).
+    ``scale_last_step=False`` leaves an overshooting example out of the step instead of scaling it (Algorithm 1 as
+    printed; it may take part again later with a smaller mu).
+    """
+
+    _kind = "GDPFilter"
+
+    def __init__(self, n_examples, budget_mu=None, epsilon=None, delta=None, *, scale_last_step=True):
+        n = _check_n(n_examples)
+        if budget_mu is not None:
+            if epsilon is not None or delta is not None:
+                raise ParameterError("give the budget either as budget_mu or as (epsilon, delta), not both")
+            b = check_finite_real("budget_mu", budget_mu, low=0.0)
+            self._target = (math.nan, math.nan)
+        else:
+            if epsilon is None or delta is None:
+                raise ParameterError("give the budget as budget_mu (> 0) or as both epsilon (> 0) and delta in (0, 1)")
+            e = check_finite_real("epsilon", epsilon, low=0.0)
+            d = _check_delta(delta)
+            b = mu_from_epsilon(e, d)
+            self._target = (e, d)
+        self._budget = b
+        self._init_filter(n, b * b, scale_last_step)
+
+    @property
+    def budget_mu(self):
+        return self._budget
+
+    def budget_epsilon(self, delta):
+        """epsilon(delta) of the filter's guarantee, B-GDP (exact curve, :func:`mechkit.gdp.epsilon`)."""
+        return _gdp.epsilon(self._budget, _check_delta(delta))
+
+    def budget_delta(self, epsilon):
+        return _gdp.delta(self._budget, check_finite_real("epsilon", epsilon, low=0.0, low_open=False))
+
+    def _params(self):
+        p = super()._params()
+        p.update(budget_mu=self._budget, target_epsilon=self._target[0], target_delta=self._target[1])
+        return p
+
+    @classmethod
+    def _construct(cls, n, params):
+        return cls(n, budget_mu=params["budget_mu"], scale_last_step=bool(params["scale_last_step"]))
+
+    @classmethod
+    def _restore(cls, n, params, arrays):
+        obj = cls._construct(n, params)
+        obj._target = (params["target_epsilon"], params["target_delta"])
+        if obj._cap != params["cap_sq"]:
+            raise ParameterError("cap_sq does not match budget_mu")
+        obj._set_arrays(arrays)
+        return obj
+
+    def __repr__(self):
+        return (f"GDPFilter(n_examples={self._n}, budget_mu={self._budget!r}, steps={self._steps}, "
+                f"active={self.n_active})")
+
+
+class AdaptiveGDPFilter(GDPFilter):
+    """The GDP filter of Algorithm 2 / Theorem 2: one stream of adaptively chosen mu_j-GDP steps.
+
+    ``step(mu)`` takes this step's (scalar) mu_j, e.g. max_i ||g_i||/sigma for DP-GD, and returns the factor to
+    apply to the step's sensitivity: 1.0 run it, in (0, 1) run it scaled (then the budget is used up), 0.0 halt.
+    While the factors are obeyed, sum_j mu_j^2 <= B^2 and the run is B-GDP (``budget_epsilon``).
+    """
+
+    _kind = "AdaptiveGDPFilter"
+
+    def __init__(self, budget_mu=None, epsilon=None, delta=None, *, scale_last_step=True):
+        super().__init__(1, budget_mu, epsilon, delta, scale_last_step=scale_last_step)
+
+    def step(self, mu):
+        """Account one step of GDP parameter ``mu`` (>= 0); returns the factor for its sensitivity (see above)."""
+        if np.ndim(mu) != 0:
+            raise ParameterError(f"mu must be a scalar (this step's GDP parameter), got shape {np.shape(mu)}")
+        m = check_finite_real("mu", mu, low=0.0, low_open=False)
+        _, scale = super().step(np.array([m]), return_scale=True)
+        return float(scale[0])
+
+    @property
+    def halted(self):
+        return bool(self._halted_at[0] >= 0)
+
+    def epsilon(self, delta):
+        """epsilon(delta) of the privacy spent so far (sqrt(sum mu_j^2)-GDP curve); the guarantee is budget_epsilon."""
+        return float(super().epsilon(delta)[0])
+
+    def delta(self, epsilon):
+        return float(super().delta(epsilon)[0])
+
+    @classmethod
+    def _construct(cls, n, params):
+        if n != 1:
+            raise ParameterError("an AdaptiveGDPFilter has one stream")
+        return cls(budget_mu=params["budget_mu"], scale_last_step=bool(params["scale_last_step"]))
+
+    def __repr__(self):
+        return f"AdaptiveGDPFilter(budget_mu={self._budget!r}, steps={self._steps}, halted={self.halted})"
+
+
+class GDPOdometer(_Accountant):
+    """Per-example GDP odometer (notes.md 4.4, C.5): records sum_j (mu_j^(i))^2 and stops no one.
+
+    Without ``increment``, ``epsilon(delta)`` is that of the spent sqrt(sum mu^2) (the individual epsilon so far).
+    With ``increment`` = Delta > 0 it is that of the C.5 guarantee sqrt(m) Delta, m = ceil(sum mu^2 / Delta^2): the
+    state released when an example's spending first reaches the level m Delta^2 is sqrt(m) Delta-GDP for it.
+    """
+
+    _kind = "GDPOdometer"
+
+    def __init__(self, n_examples, increment=None):
+        n = _check_n(n_examples)
+        self._increment = None if increment is None else check_finite_real("increment", increment, low=0.0)
+        self._init_state(n)
+
+    @property
+    def increment(self):
+        return self._increment
+
+    def step(self, mu):
+        """Add one step's per-example mu (length N, >= 0).  Bad input raises before any state changes."""
+        mu = self._check_step(mu)
+        self._spent += mu * mu
+        self._steps += 1
+
+    def levels(self):
+        """Per-example odometer level m = ceil(sum mu^2 / Delta^2) (needs ``increment``)."""
+        if self._increment is None:
+            raise ParameterError("levels need an increment (GDPOdometer(n, increment=...))")
+        return np.ceil(self._spent / (self._increment * self._increment)).astype(np.int64)
+
+    def _report_mu(self):
+        if self._increment is None:
+            return np.sqrt(self._spent)
+        return np.sqrt(self.levels().astype(float)) * self._increment
+
+    def reported_mu(self):
+        """The per-example GDP parameter that ``epsilon``/``delta`` report."""
+        return self._report_mu()
+
+    def _params(self):
+        return {"increment": math.nan if self._increment is None else self._increment}
+
+    @classmethod
+    def _restore(cls, n, params, arrays):
+        inc = params["increment"]
+        obj = cls(n, increment=None if math.isnan(inc) else inc)
+        obj._spent[:] = arrays["spent_sq"]
+        obj._steps = int(arrays["steps"])
+        if obj._steps < 0:
+            raise ParameterError("steps < 0")
+        return obj
+
+    def __repr__(self):
+        return f"GDPOdometer(n_examples={self._n}, increment={self._increment!r}, steps={self._steps})"
+
+
+class RDPFilter(_SquaredBudgetFilter):
+    """The Feldman-Zrnic individual RDP filter for Gaussian steps (the baseline of notes.md 4.5).
+
+    Budget: ``(alpha, rho)``, i.e. (alpha, rho)-RDP, so sum_j alpha (mu_j^(i))^2 / 2 <= rho; or a target
+    ``(epsilon, delta)``: the largest sum mu^2 whose RDP curve alpha sum mu^2 / 2 converts (improved conversion,
+    minimised over alpha) to at most epsilon.  Since the Gaussian's RDP is alpha mu^2/2 at every order, the filter
+    condition is the same at all orders, and every example's RDP curve is alpha * spent_sq / 2.
+    """
+
+    _kind = "RDPFilter"
+
+    def __init__(self, n_examples, *, alpha=None, rho=None, epsilon=None, delta=None, scale_last_step=True):
+        n = _check_n(n_examples)
+        if alpha is not None or rho is not None:
+            if epsilon is not None or delta is not None:
+                raise ParameterError("give the budget either as (alpha, rho) or as (epsilon, delta), not both")
+            if alpha is None or rho is None:
+                raise ParameterError("an RDP budget needs both alpha (> 1) and rho (> 0)")
+            a = check_finite_real("alpha", alpha, low=1.0)
+            r = check_finite_real("rho", rho, low=0.0)
+            cap = 2.0 * r / a
+            self._budget = (a, r, math.nan, math.nan)
+        else:
+            if epsilon is None or delta is None:
+                raise ParameterError("give the budget as (alpha > 1, rho > 0) or as epsilon (> 0) and delta in (0, 1)")
+            e = check_finite_real("epsilon", epsilon, low=0.0)
+            d = _check_delta(delta)
+            cap = _rdp_cap_for(e, d)
+            self._budget = (math.nan, math.nan, e, d)
+        self._init_filter(n, cap, scale_last_step)
+
+    @property
+    def budget_sq(self):
+        """The cap on each example's sum_j (mu_j^(i))^2."""
+        return self._cap
+
+    def rdp(self, alpha):
+        """Per-example RDP of the spent privacy at order(s) ``alpha``: alpha * spent_sq / 2, shape (N,) or (N, A)."""
+        a = np.asarray(alpha, dtype=float)
+        if a.size == 0 or not np.all(np.isfinite(a)) or np.any(a <= 1):
+            raise ParameterError(f"alpha must lie in (1, inf), got {alpha!r}")
+        if a.ndim == 0:
+            return 0.5 * float(a) * self._spent
+        return 0.5 * self._spent[:, None] * a.ravel()[None, :]
+
+    def epsilon(self, delta):
+        """Per-example epsilon(delta) via RDP (improved conversion minimised over alpha), shape (N,)."""
+        d = _check_delta(delta)
+        return _unique_apply(self._spent, lambda u: _rdp_eps_sq_unique(u, d))
+
+    def delta(self, epsilon):
+        raise ParameterError("the RDP filter answers epsilon(delta) only")
+
+    def budget_epsilon(self, delta):
+        return float(_rdp_eps_sq_unique(np.array([self._cap]), _check_delta(delta))[0])
+
+    def _params(self):
+        p = super()._params()
+        p.update(alpha=self._budget[0], rho=self._budget[1], target_epsilon=self._budget[2],
+                 target_delta=self._budget[3])
+        return p
+
+    @classmethod
+    def _restore(cls, n, params, arrays):
+        obj = cls.__new__(cls)
+        obj._budget = (params["alpha"], params["rho"], params["target_epsilon"], params["target_delta"])
+        cap = params["cap_sq"]
+        if not (isinstance(cap, float) and math.isfinite(cap) and cap > 0):
+            raise ParameterError(f"cap_sq = {cap!r}")
+        obj._init_filter(n, cap, bool(params["scale_last_step"]))
+        obj._set_arrays(arrays)
+        return obj
+
+    def __repr__(self):
+        return f"RDPFilter(n_examples={self._n}, budget_sq={self._cap!r}, steps={self._steps}, active={self.n_active})"
+
+
+_KINDS = {c._kind: c for c in (GDPFilter, AdaptiveGDPFilter, GDPOdometer, RDPFilter)}
