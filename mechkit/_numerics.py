@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 from numba import njit, types
-from numba.core.types.function_type import WrapperAddressProtocol
 from numba.experimental.function_type import _get_wrapper_address
 
 # Kernels are passed as first-class functions of this type.  Engine functions carry explicit signatures so
@@ -21,7 +20,7 @@ KERNEL_SIGNATURE = "float64(float64, float64[::1])"
 KERNEL_SIG = f8(f8, A1)
 
 
-class KernelRef(WrapperAddressProtocol):
+class KernelRef:
     """A compiled kernel passed to the engine by its address.
 
     Passing a Numba dispatcher as a first-class function makes every call look the compiled result up again
@@ -30,6 +29,9 @@ class KernelRef(WrapperAddressProtocol):
     """
 
     __slots__ = ("dispatcher", "_addr")
+    # typeof() reads this attribute directly (the WrapperAddressProtocol base class would route every call
+    # through a slower registered typeof); the call-time address comes from __wrapper_address__
+    _numba_type_ = KT
 
     def __init__(self, dispatcher):
         self.dispatcher = dispatcher

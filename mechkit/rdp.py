@@ -54,10 +54,16 @@ def epsilon(items, delta, direction="both", alphas=None, refine=True, finite=Fal
     best = (math.inf, math.nan)
     for dr in dirs:
         f = lambda a: _eps_of(_composed_rdp(items, a, dr, finite), a, logd)
-        vals = [f(a) for a in grid]
+        vals = []
+        for a in grid:
+            vals.append(f(a))
+            # without refinement (a coarse bound is enough) stop two orders past the minimum: every order gives
+            # a valid bound, and in alpha the bound falls then rises
+            if not refine and len(vals) >= 4 and vals[-1] > vals[-2] > vals[-3]:
+                break
         i = int(np.argmin(vals))
         lo = grid[max(i - 1, 0)]
-        hi = grid[min(i + 1, len(grid) - 1)]
+        hi = grid[min(i + 1, len(vals) - 1)]
         e, a = vals[i], grid[i]
         if refine and hi > lo and math.isfinite(e):
             r = minimize_scalar(lambda la: f(math.exp(la)), bounds=(math.log(lo), math.log(hi)), method="bounded",
