@@ -1,0 +1,20 @@
+"""The scripts under examples/ run end to end (a user's first contact with the library)."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script,expect", [("custom_mechanism.py", "privacy loss"), ("individual_dpgd.py", "epsilon")])
+def test_example_runs(script, expect, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
+    env.setdefault("MECHKIT_CACHE_DIR", str(ROOT / ".mechkit-cache"))
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / script)], capture_output=True, text=True,
+                         timeout=600, cwd=str(tmp_path), env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert expect in out.stdout.lower()
