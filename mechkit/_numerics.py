@@ -221,6 +221,41 @@ def invert_many(f, ss, a, b, increasing, theta):
     return out
 
 
+@njit(A1(A1, A1), cache=True, error_model="numpy")
+def lae_arrays(a, b):
+    """Elementwise log(exp(a) + exp(b)), exact for -inf entries."""
+    out = np.empty(a.shape[0])
+    for i in range(a.shape[0]):
+        out[i] = lae(a[i], b[i])
+    return out
+
+
+@njit(types.void(KT, types.boolean, KT, KT, A1, f8, f8, types.boolean, f8, f8, types.boolean, A1, A1, A1),
+      cache=True, error_model="numpy")
+def inverse_log_difference(inv, has_inv, f, G, ss, a, b, increasing, tol, gend, right, theta, xs, vals):
+    """Fused x_i = L^{-1}(s_i), then vals_i = log(G(end) - G(x_i)) (right) or log(G(x_i) - G(end)).
+
+    nan where the difference is not positive, not finite, or below 1e-3 of the values (cancellation): the
+    caller integrates those points instead.
+    """
+    for i in range(ss.shape[0]):
+        s = ss[i]
+        x = np.nan
+        if has_inv:
+            x = inv(s, theta)
+            if not (x >= a and x <= b and abs(f(x, theta) - s) <= tol * (1.0 + abs(s))):
+                x = np.nan
+        if x != x:
+            x = invert_monotone(f, s, a, b, increasing, theta)
+        xs[i] = x
+        g = G(x, theta)
+        d = (gend - g) if right else (g - gend)
+        if d > 0.0 and d < np.inf and d > 1e-3 * max(abs(g), abs(gend)):
+            vals[i] = math.log(d)
+        else:
+            vals[i] = np.nan
+
+
 @njit(types.void(KT, types.boolean, KT, KT, A1, f8, f8, types.boolean, f8, A1, A1, A1), cache=True,
       error_model="numpy")
 def inverse_then(inv, has_inv, f, tail, ss, a, b, increasing, tol, theta, xs, vals):

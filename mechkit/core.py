@@ -39,6 +39,11 @@ def _lse(a, axis=None):
     return np.squeeze(out, axis=axis) if axis is not None else float(out.reshape(()))
 
 
+def _lae(a, b):
+    """Elementwise log(e^a + e^b) in one compiled pass."""
+    return N.lae_arrays(np.ascontiguousarray(a, dtype=float), np.ascontiguousarray(b, dtype=float))
+
+
 def cumulants_from_central(m2, m3, m4, m5, m6):
     """Cumulants 2..6 from central moments 2..6."""
     k4 = m4 - 3 * m2 ** 2
@@ -343,6 +348,45 @@ class ContinuousCore:
             vals[i] = self._quad_logmass(pc, m, u, v)
         return vals
 
+    def _fused_antiderivative(self, pc, m, s, G, right):
+        """log mass of (x_s, b) (right) or (a, x_s) on a finite piece from the antiderivative G in one compiled
+        pass; where G's difference cancels (below 1e-3 of its size) or is not finite, quadrature."""
+        s = np.ascontiguousarray(s, dtype=float)
+        xs = np.empty(s.shape)
+        vals = np.empty(s.shape)
+        f = self._k(pc.v["L"])
+        inv = self._k(pc.inv) if pc.inv is not None else f
+        gend = self._f(G, pc.b if right else pc.a)
+        with np.errstate(all="ignore"):
+            N.inverse_log_difference(inv, pc.inv is not None, f, self._k(G), s, pc.a, pc.b, pc.inc, 1e-9, gend,
+                                     right, self.theta, xs, vals)
+        bad = np.nonzero(np.isnan(vals))[0]
+        if bad.size:
+            u = xs[bad] if right else np.full(bad.size, pc.a)
+            v = np.full(bad.size, pc.b) if right else xs[bad]
+            vals[bad] = self._short_logmass(pc, m, u, v)
+        return vals
+
+    def _short_logmass(self, pc, m, u, v):
+        """log of the P_m-mass of short intervals (u_i, v_i): Gauss-Legendre of orders 8 and 16 on the
+        log-density, vectorised; adaptive quadrature where the two disagree beyond 1e-12."""
+        out = np.full(u.shape, _NEG_INF)
+        ok = np.isfinite(u) & np.isfinite(v) & (v > u)
+        est = []
+        for xg, wg in (_GL8, _GL16):
+            mid, half = 0.5 * (u + v), 0.5 * (v - u)
+            nodes = (mid[:, None] + half[:, None] * xg[None, :]).ravel()
+            with np.errstate(all="ignore"):
+                ld = self._vec(self._logdens(pc, m), np.where(np.isfinite(nodes), nodes, 0.0)).reshape(u.size, -1)
+                g = np.max(ld, axis=1, keepdims=True)
+                tot = np.sum(wg[None, :] * np.exp(ld - g), axis=1) * half
+                est.append(np.log(tot) + g[:, 0])
+        agree = ok & np.isfinite(est[1]) & (np.abs(est[0] - est[1]) <= 1e-12 * np.maximum(1.0, np.abs(est[1])))
+        out[agree] = est[1][agree]
+        for i in np.nonzero(ok & ~agree)[0]:
+            out[i] = self._quad_logmass(pc, m, u[i], v[i])
+        return out
+
     # -- the law of L --------------------------------------------------------------------------------
     def _region_logmass(self, m, s, above):
         """log P_m of {L > s} (above) or {L < s} summed over the monotone pieces."""
@@ -357,8 +401,11 @@ class ContinuousCore:
                 # {L > s} is (x_s, b) on an increasing piece, (a, x_s) on a decreasing one
                 sub = s if n_in == s.size else s[inside]
                 tail = self._tail_kernel(pc, m, pc.inc == above)
+                G = pc.v["G" + ("p" if m == 0 else "q")]
                 if tail is not None:
                     vals = self._fused_tail(pc, m, sub, tail, pc.inc == above)
+                elif G is not None and np.isfinite(pc.a) and np.isfinite(pc.b):
+                    vals = self._fused_antiderivative(pc, m, sub, G, pc.inc == above)
                 else:
                     xs = self._invert(pc, sub)
                     if pc.inc == above:
@@ -370,18 +417,18 @@ class ContinuousCore:
                     part = vals
                 else:
                     part[inside] = vals
-            total = part if total is None else np.logaddexp(total, part)
+            total = part if total is None else _lae(total, part)
         return np.full(s.shape, _NEG_INF) if total is None else total
 
     def log_upper(self, m, s, strict=True):
         s = np.atleast_1d(np.asarray(s, float))
         region = self._region_logmass(m, s, True)
-        return region if not self.atoms.values.size else np.logaddexp(region, self.atoms.log_upper(m, s, strict))
+        return region if not self.atoms.values.size else _lae(region, self.atoms.log_upper(m, s, strict))
 
     def log_lower(self, m, s, strict=False):
         s = np.atleast_1d(np.asarray(s, float))
         region = self._region_logmass(m, s, False)
-        return region if not self.atoms.values.size else np.logaddexp(region, self.atoms.log_lower(m, s, strict))
+        return region if not self.atoms.values.size else _lae(region, self.atoms.log_lower(m, s, strict))
 
     def pdf(self, m, s):
         s = np.atleast_1d(np.asarray(s, float))
@@ -468,6 +515,8 @@ class ContinuousCore:
 
 
 CGF_MEMO_SIZE = 4096
+_GL8 = np.polynomial.legendre.leggauss(8)
+_GL16 = np.polynomial.legendre.leggauss(16)
 
 
 def _memo_cgf(core, tau, order):

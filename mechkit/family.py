@@ -483,11 +483,28 @@ class PLRV:
         v = self._s(s)
         return self._out(self._split(v, True), s)
 
+    def _prob(self, v, want_lower):
+        """P(Z <= v) (want_lower) or P(Z > v), each point from the side whose probability is at most 1/2:
+        exp of that side's log, or -expm1 of it for the complement (one transcendental per point)."""
+        low = v < self._median()
+        out = np.empty(v.shape)
+        for mask, fn, complement in ((low, self._lower, not want_lower), (~low, self._upper, want_lower)):
+            if not mask.any():
+                continue
+            vals = fn(v if mask.all() else v[mask])
+            vals = -np.expm1(np.minimum(vals, 0.0)) if complement else np.exp(vals)
+            if mask.all():
+                return vals
+            out[mask] = vals
+        return out
+
     def sf(self, s):
-        return np.exp(self.logsf(s))
+        """P(Z > s)."""
+        return self._out(self._prob(self._s(s), False), s)
 
     def cdf(self, s):
-        return np.exp(self.logcdf(s))
+        """P(Z <= s)."""
+        return self._out(self._prob(self._s(s), True), s)
 
     def pdf(self, s):
         """Density of the continuous part (atoms excluded)."""
