@@ -15,7 +15,7 @@ For each direction separately:
    mechanisms; one inverse FFT.  Point masses at +inf are mixed in afterwards (notes.md 1.1).
 5. **Bounds** (Theorem 5.5): delta_upper(eps) = delta_Y~(eps - eps_error) + delta_error + fp,
    delta_lower(eps) = delta_Y~(eps + eps_error) - delta_error - fp, and the epsilon bounds likewise;
-   ``fp`` is a floating-point allowance for the FFT and the suffix sums (16 N machine epsilons).
+   ``fp`` bounds the floating-point error of the FFT, the powers and the suffix sums (``_Amplification``)
 
 The reported curve is the max over the add and remove directions, for the estimate and both bounds.
 """
@@ -32,10 +32,9 @@ from .errors import NumericalLimitError, ParameterError, check_finite_real
 from .estimate import Estimate, EstimateArray
 
 MACHINE_EPS = np.finfo(float).eps
-FP_FACTOR = 16.0
 DEFAULT_EPS_ERROR = 0.01
 DEFAULT_MEMORY_LIMIT = 1 << 30
-BYTES_PER_POINT = 8 * 6  # pmf, two complex half-spectra, values, suffix sums
+BYTES_PER_POINT = 8 * 10  # pmf, half-spectra, error amplification, values, extended-precision suffix sums
 
 
 def _check_budgets(eps_error, delta_error, memory_limit):
@@ -167,9 +166,12 @@ class DiscreteCurve:
         self.y = values[order]
         p = pmf[order]
         self.inf_mass = inf_mass
-        # suffix sums: d1_i = sum_{j >= i} p_j, d2_i = sum_{j >= i} p_j e^{-y_j}
-        self.d1 = np.concatenate((np.cumsum(p[::-1])[::-1], [0.0]))
-        self.d2 = np.concatenate((np.cumsum((p * np.exp(-self.y))[::-1])[::-1], [0.0]))
+        # suffix sums d1_i = sum_{j >= i} p_j, d2_i = sum_{j >= i} p_j e^{-y_j}, accumulated in extended precision:
+        # a running sum of N terms carries up to N units of rounding of its own precision
+        ld = np.longdouble
+        self.d1 = np.concatenate((np.cumsum(p[::-1].astype(ld))[::-1].astype(float), [0.0]))
+        self.d2 = np.concatenate((np.cumsum((p * np.exp(-self.y))[::-1].astype(ld))[::-1].astype(float), [0.0]))
+        self.sum_error = 2.0 * p.size * float(np.finfo(ld).eps) * float(np.sum(np.abs(p))) + 4.0 * MACHINE_EPS
         # delta at each support point (only mass strictly above counts); e^y d2 in log space (y may exceed 709)
         with np.errstate(divide="ignore", over="ignore"):
             self.D = self.d1[1:] - np.exp(self.y + np.log(np.maximum(self.d2[1:], 0.0)))
@@ -209,18 +211,24 @@ def compose_direction(items, direction, grid, delta_error=0.0):
     k = sum(c for _, c in items)
     tau = TAIL_SHARE * delta_error / k
     dropped = 0.0
+    amp = _Amplification(N // 2 + 1)
     for m, count in items:
         pmf, mu, inf_mass, drop = discretise(m.plrv(direction), grid, tau)
         dropped += count * drop
         buf = np.zeros(N)
         idx = np.arange(-n, n + 1) % N
         buf[idx] = pmf
-        f = _power(sfft.rfft(buf), count)
+        x = sfft.rfft(buf)
+        amp.add(np.abs(x), count)
+        f = _power(x, count)
+        del x
         spectrum = f if spectrum is None else spectrum * f
         mu_tot += count * mu
         if inf_mass > 0:
             log_fin += count * math.log1p(-inf_mass)
     composed = sfft.irfft(spectrum, N)
+    fp = amp.l1_error_bound(N, k, composed)
+    del spectrum
     # circle index j holds the value j h for j <= N/2 and (j - N) h above: sorted order is a rotation
     half = N // 2 + 1
     order = np.concatenate((np.arange(half, N), np.arange(half)))
@@ -228,7 +236,46 @@ def compose_direction(items, direction, grid, delta_error=0.0):
     inf_total = -math.expm1(log_fin)
     curve = DiscreteCurve(values, composed[order], inf_total, order=slice(None))
     curve.dropped = dropped
+    curve.fp = fp + curve.sum_error
     return curve
+
+
+#: constant of the componentwise FFT error bound |fl(FFT x)_w - (FFT x)_w| <= C u log2(N) sum|x_j| (twiddle
+#: errors included); pocketfft's mixed-radix transforms stay well inside it
+FFT_ERROR_CONSTANT = 8.0
+
+
+class _Amplification:
+    """Floating-point error of the composed pmf, propagated through the spectrum (a model-based bound).
+
+    Each pmf's transform has componentwise error <= C u log2 N (its entries sum to 1).  Raising to the power k
+    and multiplying across mechanisms amplifies a spectral error at frequency w by the derivative of the
+    product, T_w = sum_i k_i |X_i,w|^(k_i-1) prod_{j != i} |X_j,w|^(k_j), accumulated here by the product rule
+    without storing the spectra; the products themselves add 2 K u |Y_w| (K the total count).  The inverse
+    transform maps the spectral error e to an l1 error of at most ||e||_2 (Parseval, with its own
+    C u log2 N ||p||_2 sqrt(N)); the l1 error bounds the error of every delta the curve reports.
+    """
+
+    def __init__(self, m):
+        self.P = np.ones(m)   # prod_j |X_j|^(k_j)
+        self.T = np.zeros(m)  # its derivative-like sum
+
+    def add(self, a, k):
+        with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
+            la = np.log(a)
+            Fk = np.exp(k * la)
+            dFk = np.ones_like(a) if k == 1 else k * np.exp((k - 1) * la)
+        Fk = np.where(np.isfinite(Fk), Fk, 0.0)
+        dFk = np.where(np.isfinite(dFk), dFk, 0.0)
+        self.T = self.T * Fk + self.P * dFk
+        self.P = self.P * Fk
+
+    def l1_error_bound(self, N, k, composed):
+        c = FFT_ERROR_CONSTANT * MACHINE_EPS * math.log2(N)
+        e = c * self.T + 2.0 * k * MACHINE_EPS * self.P
+        spectral = math.sqrt(2.0 * float(np.dot(e, e)))  # the half spectrum counted twice (upper bound)
+        inverse = c * math.sqrt(N) * float(np.linalg.norm(composed))
+        return spectral + inverse + 8.0 * MACHINE_EPS
 
 
 def _power(f, count):
@@ -244,21 +291,18 @@ def _power(f, count):
         base = base * base
 
 
-def fp_allowance(grid):
-    return FP_FACTOR * grid.N * MACHINE_EPS
-
-
 def _curves(items, eps_error, delta_error, memory_limit):
     grid = plan(items, eps_error, delta_error, memory_limit)
     curves = {d: compose_direction(items, d, grid, delta_error) for d in ("remove", "add")}
-    # rounding allowance of the FFT and suffix sums, plus the finite mass dropped from the tails
-    slack = fp_allowance(grid) + max(c.dropped for c in curves.values())
+    # rounding of the FFT, the powers and the suffix sums, plus the finite mass dropped from the tails
+    slack = max(c.fp + c.dropped for c in curves.values())
+    grid.fp = max(c.fp for c in curves.values())
     return grid, curves, slack
 
 
-def _details(grid, eps_error, delta_error, fp):
+def _details(grid, eps_error, delta_error, slack):
     return {"variant": "prv", "grid_points": grid.N, "mesh": grid.h, "domain": grid.L, "eps_error": eps_error,
-            "delta_error": delta_error, "fp_allowance": fp, "tail_allowance": fp - fp_allowance(grid)}
+            "delta_error": delta_error, "fp_allowance": grid.fp, "tail_allowance": slack - grid.fp}
 
 
 def delta(items, epsilon, eps_error=DEFAULT_EPS_ERROR, delta_error=1e-10, memory_limit=DEFAULT_MEMORY_LIMIT,
