@@ -46,7 +46,7 @@ Columns
                              intervals intersect (likewise mechkit vs dp in the JSON)
 
 mk@prv: mechkit again when its width exceeds prv_accountant's at equal budgets (mechkit's interval includes
-a floating-point allowance of 16 N machine epsilons, prv_accountant's none), with eps_error lowered until the
+a floating-point allowance, prv_accountant's none), with eps_error lowered until the
 widths match; the comparisons with prv use this run when it exists.  "mk*" in a ratio's name: the run used.
 mk@dp: mechkit again at dp_accounting's certified width (eps_error = dp width / 2.5, so that mechkit's
 interval is narrower); the speed, width and memory comparisons with dp use this run.  dp_accounting's

@@ -221,6 +221,38 @@ def invert_many(f, ss, a, b, increasing, theta):
     return out
 
 
+@njit(types.UniTuple(A1, 2)(A1, A1), cache=True, error_model="numpy")
+def suffix_sums(p, y):
+    """d1_i = sum_{j >= i} p_j and d2_i = sum_{j >= i} p_j e^{-y_j} (each with a trailing 0), by compensated
+    (Neumaier) summation: the error of every partial sum stays within a few units of rounding of the sum of
+    absolute values, whatever the length."""
+    n = p.shape[0]
+    d1 = np.zeros(n + 1)
+    d2 = np.zeros(n + 1)
+    s1 = 0.0
+    c1 = 0.0
+    s2 = 0.0
+    c2 = 0.0
+    for i in range(n - 1, -1, -1):
+        v = p[i]
+        t = s1 + v
+        if abs(s1) >= abs(v):
+            c1 += (s1 - t) + v
+        else:
+            c1 += (v - t) + s1
+        s1 = t
+        d1[i] = s1 + c1
+        w = v * math.exp(-y[i])
+        t = s2 + w
+        if abs(s2) >= abs(w):
+            c2 += (s2 - t) + w
+        else:
+            c2 += (w - t) + s2
+        s2 = t
+        d2[i] = s2 + c2
+    return d1, d2
+
+
 @njit(A1(A1, A1), cache=True, error_model="numpy")
 def lae_arrays(a, b):
     """Elementwise log(exp(a) + exp(b)), exact for -inf entries."""

@@ -27,6 +27,7 @@ import numpy as np
 import scipy.fft as sfft
 from scipy import integrate
 
+from . import _numerics as _nm
 from . import rdp
 from .errors import NumericalLimitError, ParameterError, check_finite_real
 from .estimate import Estimate, EstimateArray
@@ -34,7 +35,7 @@ from .estimate import Estimate, EstimateArray
 MACHINE_EPS = np.finfo(float).eps
 DEFAULT_EPS_ERROR = 0.01
 DEFAULT_MEMORY_LIMIT = 1 << 30
-BYTES_PER_POINT = 8 * 10  # pmf, half-spectra, error amplification, values, extended-precision suffix sums
+BYTES_PER_POINT = 8 * 8  # pmf, half-spectra, error amplification, values, suffix sums
 
 
 def _check_budgets(eps_error, delta_error, memory_limit):
@@ -166,12 +167,11 @@ class DiscreteCurve:
         self.y = values[order]
         p = pmf[order]
         self.inf_mass = inf_mass
-        # suffix sums d1_i = sum_{j >= i} p_j, d2_i = sum_{j >= i} p_j e^{-y_j}, accumulated in extended precision:
-        # a running sum of N terms carries up to N units of rounding of its own precision
-        ld = np.longdouble
-        self.d1 = np.concatenate((np.cumsum(p[::-1].astype(ld))[::-1].astype(float), [0.0]))
-        self.d2 = np.concatenate((np.cumsum((p * np.exp(-self.y))[::-1].astype(ld))[::-1].astype(float), [0.0]))
-        self.sum_error = 2.0 * p.size * float(np.finfo(ld).eps) * float(np.sum(np.abs(p))) + 4.0 * MACHINE_EPS
+        # suffix sums d1_i = sum_{j >= i} p_j, d2_i = sum_{j >= i} p_j e^{-y_j}, compensated (a plain running sum
+        # of N terms may carry N units of rounding; Neumaier's stays at a few units plus N u^2)
+        self.d1, self.d2 = _nm.suffix_sums(np.ascontiguousarray(p, dtype=float), np.ascontiguousarray(self.y, dtype=float))
+        self.sum_error = (4.0 * MACHINE_EPS + 2.0 * p.size * MACHINE_EPS ** 2) * float(np.sum(np.abs(p))) \
+            + 4.0 * MACHINE_EPS
         # delta at each support point (only mass strictly above counts); e^y d2 in log space (y may exceed 709)
         with np.errstate(divide="ignore", over="ignore"):
             self.D = self.d1[1:] - np.exp(self.y + np.log(np.maximum(self.d2[1:], 0.0)))
@@ -219,8 +219,9 @@ def compose_direction(items, direction, grid, delta_error=0.0):
         idx = np.arange(-n, n + 1) % N
         buf[idx] = pmf
         x = sfft.rfft(buf)
-        amp.add(np.abs(x), count)
+        del buf
         f = _power(x, count)
+        amp.add(np.abs(x), f, count)
         del x
         spectrum = f if spectrum is None else spectrum * f
         mu_tot += count * mu
@@ -260,15 +261,17 @@ class _Amplification:
         self.P = np.ones(m)   # prod_j |X_j|^(k_j)
         self.T = np.zeros(m)  # its derivative-like sum
 
-    def add(self, a, k):
-        with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
-            la = np.log(a)
-            Fk = np.exp(k * la)
-            dFk = np.ones_like(a) if k == 1 else k * np.exp((k - 1) * la)
-        Fk = np.where(np.isfinite(Fk), Fk, 0.0)
-        dFk = np.where(np.isfinite(dFk), dFk, 0.0)
-        self.T = self.T * Fk + self.P * dFk
-        self.P = self.P * Fk
+    def add(self, a, powered, k):
+        """a = |X|, powered = X^k as computed (its modulus is |X|^k up to 2 k u, covered by the 2 K u term)."""
+        Fk = np.abs(powered)
+        if k == 1:
+            dFk = np.ones_like(a)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                dFk = np.where(a > 0, k * Fk / np.where(a > 0, a, 1.0), 0.0)
+        self.T *= Fk
+        self.T += self.P * dFk
+        self.P *= Fk
 
     def l1_error_bound(self, N, k, composed):
         c = FFT_ERROR_CONSTANT * MACHINE_EPS * math.log2(N)
