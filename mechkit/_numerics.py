@@ -213,14 +213,6 @@ def invert_monotone(f, s, a, b, increasing, theta):
     return 0.5 * (lo + hi)
 
 
-@njit(A1(KT, A1, f8, f8, types.boolean, A1), cache=True, error_model="numpy")
-def invert_many(f, ss, a, b, increasing, theta):
-    out = np.empty(ss.shape[0])
-    for i in range(ss.shape[0]):
-        out[i] = invert_monotone(f, ss[i], a, b, increasing, theta)
-    return out
-
-
 @njit(types.UniTuple(A1, 2)(A1, A1), cache=True, error_model="numpy")
 def suffix_sums(p, y):
     """d1_i = sum_{j >= i} p_j and d2_i = sum_{j >= i} p_j e^{-y_j} (each with a trailing 0), by compensated
@@ -253,6 +245,25 @@ def suffix_sums(p, y):
     return d1, d2
 
 
+@njit(f8(KT, types.boolean, KT, f8, f8, f8, types.boolean, f8, A1), cache=True, error_model="numpy")
+def _checked_inverse(inv, has_inv, f, s, a, b, increasing, tol, theta):
+    """L^{-1}(s) on [a, b]: the closed form where it lands in [a, b] with residual |L(x) - s| <= tol (1 + |s|),
+    else bracketed bisection on f = L."""
+    if has_inv:
+        x = inv(s, theta)
+        if x >= a and x <= b and abs(f(x, theta) - s) <= tol * (1.0 + abs(s)):
+            return x
+    return invert_monotone(f, s, a, b, increasing, theta)
+
+
+@njit(A1(KT, types.boolean, KT, A1, f8, f8, types.boolean, f8, A1), cache=True, error_model="numpy")
+def checked_inverse_many(inv, has_inv, f, ss, a, b, increasing, tol, theta):
+    out = np.empty(ss.shape[0])
+    for i in range(ss.shape[0]):
+        out[i] = _checked_inverse(inv, has_inv, f, ss[i], a, b, increasing, tol, theta)
+    return out
+
+
 @njit(A1(A1, A1), cache=True, error_model="numpy")
 def lae_arrays(a, b):
     """Elementwise log(exp(a) + exp(b)), exact for -inf entries."""
@@ -271,14 +282,7 @@ def inverse_log_difference(inv, has_inv, f, G, ss, a, b, increasing, tol, gend, 
     caller integrates those points instead.
     """
     for i in range(ss.shape[0]):
-        s = ss[i]
-        x = np.nan
-        if has_inv:
-            x = inv(s, theta)
-            if not (x >= a and x <= b and abs(f(x, theta) - s) <= tol * (1.0 + abs(s))):
-                x = np.nan
-        if x != x:
-            x = invert_monotone(f, s, a, b, increasing, theta)
+        x = _checked_inverse(inv, has_inv, f, ss[i], a, b, increasing, tol, theta)
         xs[i] = x
         g = G(x, theta)
         d = (gend - g) if right else (g - gend)
@@ -298,14 +302,7 @@ def inverse_then(inv, has_inv, f, tail, ss, a, b, increasing, tol, theta, xs, va
     A nan in ``vals`` tells the caller to fall back to quadrature for that point.
     """
     for i in range(ss.shape[0]):
-        s = ss[i]
-        x = np.nan
-        if has_inv:
-            x = inv(s, theta)
-            if not (x >= a and x <= b and abs(f(x, theta) - s) <= tol * (1.0 + abs(s))):
-                x = np.nan
-        if x != x:
-            x = invert_monotone(f, s, a, b, increasing, theta)
+        x = _checked_inverse(inv, has_inv, f, ss[i], a, b, increasing, tol, theta)
         xs[i] = x
         vals[i] = tail(x, theta)
 
@@ -363,7 +360,7 @@ def _integrand(mode, f1, f2, f3, u, c, w, t, shift, mu, nmom, theta, out):
         out[j] = 0.0
     if not (math.isfinite(x) and math.isfinite(jac)):
         return
-    if mode == 0:
+    if mode == 0 or mode == 3:
         lp = f1(x, theta)
         if lp == -np.inf:
             return
@@ -377,6 +374,10 @@ def _integrand(mode, f1, f2, f3, u, c, w, t, shift, mu, nmom, theta, out):
         if v == 0.0 or v != v:
             return
         d = f3(x, theta) - mu
+        if mode == 3:
+            d = abs(d)
+            out[0] = v * d * d * d
+            return
         p = 1.0
         for j in range(nmom + 1):
             out[j] = v * p
@@ -385,21 +386,6 @@ def _integrand(mode, f1, f2, f3, u, c, w, t, shift, mu, nmom, theta, out):
         v = math.exp(f1(x, theta) - shift) * jac
         if v == v:
             out[0] = v
-    elif mode == 3:
-        lp = f1(x, theta)
-        if lp == -np.inf:
-            return
-        if t == 0.0:
-            lg = lp
-        elif t == -1.0:
-            lg = f2(x, theta)
-        else:
-            lg = (1.0 + t) * lp - t * f2(x, theta)
-        v = math.exp(lg - shift) * jac
-        if v == 0.0 or v != v:
-            return
-        d = abs(f3(x, theta) - mu)
-        out[0] = v * d * d * d
     else:
         loss = f3(x, theta)
         if loss > t:

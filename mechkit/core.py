@@ -307,21 +307,14 @@ class ContinuousCore:
 
     # -- inverse -------------------------------------------------------------------------------------
     def _invert(self, pc, s):
+        """L^{-1}(s) on the piece: the closed form where its residual checks out, else bisection."""
         s = np.ascontiguousarray(s, dtype=float)
         if s.size == 0:
             return s
-        x = np.full(s.shape, np.nan)
-        if pc.inv is not None:
-            with np.errstate(all="ignore"):
-                x = self._vec(pc.inv, s)
-                res = self._vec(pc.v["L"], np.where(np.isfinite(x), x, 0.0))
-            good = np.isfinite(x) & (x >= pc.a) & (x <= pc.b) & (np.abs(res - s) <= 1e-9 * (1 + np.abs(s)))
-        else:
-            good = np.zeros(s.shape, bool)
-        if not good.all():
-            idx = np.nonzero(~good)[0]
-            x[idx] = N.invert_many(self._k(pc.v["L"]), s[idx], pc.a, pc.b, pc.inc, self.theta)
-        return x
+        f = self._k(pc.v["L"])
+        inv = self._k(pc.inv) if pc.inv is not None else f
+        with np.errstate(all="ignore"):
+            return N.checked_inverse_many(inv, pc.inv is not None, f, s, pc.a, pc.b, pc.inc, 1e-9, self.theta)
 
     def _tail_kernel(self, pc, m, right):
         """The closed-form log tail mass of the piece towards its infinite end, or None."""

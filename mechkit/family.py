@@ -19,10 +19,10 @@ import numpy as np
 import sympy as sp
 from scipy.optimize import brentq
 
-from . import _numerics as N
 from . import codegen
 from .core import ContinuousCore, DiscreteCore
 from .derive import Spec, derive
+from .gdp import log1mexp
 from .errors import NumericalLimitError, ParameterError, SpecificationError, check_finite_real
 
 _FAMILIES = {}
@@ -452,26 +452,29 @@ class PLRV:
             self._med = float(hi) if np.isfinite(hi) else float(lo)
         return self._med
 
-    def _split(self, v, want_lower):
-        """log P of one side, each point from the side whose probability is at most 1/2.
+    def _by_side(self, v, want_lower, direct, complement):
+        """One side's probability at each point, computed from the side whose probability is at most 1/2.
 
-        Below the median, P(Z <= v) <= 1/2 is computed directly and P(Z > v) as log1mexp of it; above,
-        the other way round.  Each point costs one evaluation, and neither tail loses relative accuracy.
+        Below the median P(Z <= v) <= 1/2 is evaluated (log space) and P(Z > v) is its complement; above, the
+        other way round.  ``direct`` maps an evaluated log-probability to the result, ``complement`` maps it to
+        the result for the other side.  Each point costs one evaluation and neither tail loses accuracy.
         """
         low = v < self._median()
         out = np.empty(v.shape)
-        for mask, fn, complement in ((low, self._lower, not want_lower), (~low, self._upper, want_lower)):
+        for mask, fn, other in ((low, self._lower, not want_lower), (~low, self._upper, want_lower)):
             if not mask.any():
                 continue
             vals = fn(v if mask.all() else v[mask])
-            if complement:
-                c = np.minimum(vals, 0.0)
-                with np.errstate(divide="ignore"):
-                    vals = np.where(c > -math.log(2.0), np.log(-np.expm1(c)), np.log1p(-np.exp(c)))
+            vals = complement(np.minimum(vals, 0.0)) if other else direct(vals)
             if mask.all():
                 return vals
             out[mask] = vals
         return out
+
+    def _split(self, v, want_lower):
+        """log P(Z <= v) (want_lower) or log P(Z > v)."""
+        with np.errstate(divide="ignore"):
+            return self._by_side(v, want_lower, lambda x: x, log1mexp)
 
     def logsf(self, s):
         """log P(Z > s), accurate in both tails."""
@@ -484,19 +487,8 @@ class PLRV:
         return self._out(self._split(v, True), s)
 
     def _prob(self, v, want_lower):
-        """P(Z <= v) (want_lower) or P(Z > v), each point from the side whose probability is at most 1/2:
-        exp of that side's log, or -expm1 of it for the complement (one transcendental per point)."""
-        low = v < self._median()
-        out = np.empty(v.shape)
-        for mask, fn, complement in ((low, self._lower, not want_lower), (~low, self._upper, want_lower)):
-            if not mask.any():
-                continue
-            vals = fn(v if mask.all() else v[mask])
-            vals = -np.expm1(np.minimum(vals, 0.0)) if complement else np.exp(vals)
-            if mask.all():
-                return vals
-            out[mask] = vals
-        return out
+        """P(Z <= v) (want_lower) or P(Z > v): exp of the evaluated side, or -expm1 of it for the complement."""
+        return self._by_side(v, want_lower, np.exp, lambda x: -np.expm1(x))
 
     def sf(self, s):
         """P(Z > s)."""
@@ -591,7 +583,7 @@ class PLRV:
         out = np.full(la.shape, -np.inf)
         pos = la > lb
         with np.errstate(all="ignore"):
-            out[pos] = la[pos] + np.array([N.log1mexp(x) for x in (lb[pos] - la[pos])])
+            out[pos] = la[pos] + log1mexp(lb[pos] - la[pos])
         # an atom at +inf has no dual mass: la finite, lb = -inf handled above (log1mexp(-inf) = 0)
         return out
 

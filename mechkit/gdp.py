@@ -16,7 +16,8 @@ from scipy.special import log_ndtr
 from .errors import ParameterError, check_finite_real
 
 
-def _log1mexp(x):
+def log1mexp(x):
+    """log(1 - e^x) for arrays x <= 0, accurate on both sides of -log 2 (Maechler)."""
     return np.where(x > -math.log(2), np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
 
 
@@ -60,7 +61,7 @@ def log_delta_array(mu, eps):
             avg = 0.5 * np.sum(_GL_W * _x_plus_mills(xs), axis=-1)
             D = D.copy()
             D[small] = -ms * avg
-        out = np.where(D < 0, la + _log1mexp(np.minimum(D, 0.0)), -np.inf)
+        out = np.where(D < 0, la + log1mexp(np.minimum(D, 0.0)), -np.inf)
     return out
 
 

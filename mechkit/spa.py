@@ -27,6 +27,7 @@ import math
 import numpy as np
 from scipy.special import log_ndtr
 
+from . import _numerics as _nm
 from .errors import NumericalLimitError, ParameterError, check_finite_real
 from .estimate import Estimate, EstimateArray
 
@@ -42,10 +43,6 @@ VARIANTS = ("msd", "clt")
 def _log_psi(x):
     """log(e^{x^2/2} Q(x)), the log scaled Mills ratio, stable for all x."""
     return 0.5 * x * x + float(log_ndtr(-x))
-
-
-def _log1mexp(x):
-    return math.log(-math.expm1(x)) if x > -0.6931471805599453 else math.log1p(-math.exp(x))
 
 
 class _Direction:
@@ -206,7 +203,7 @@ class _Direction:
         b = a + s
         la, lb = _log_psi(a), _log_psi(b)
         base = K - t * eps
-        log_clt = base - 0.5 * g * g + la + _log1mexp(lb - la) if lb < la else -math.inf
+        log_clt = base - 0.5 * g * g + la + _nm.log1mexp(lb - la) if lb < la else -math.inf
         out = {"t": t, "eps": eps, "p2": p2, "log_msd0": log_msd0, "log_msd1": log_msd1, "log_clt": log_clt, "corr": corr}
         if want_bounds:
             log_max_theta = t * math.log(t) - (1.0 + t) * math.log1p(t)
@@ -214,7 +211,7 @@ class _Direction:
             log_err = math.log(C_BE2) + base + log_max_theta + math.log(A) - 1.5 * math.log(K2) if A > 0 else -math.inf
             out["log_err"] = log_err + math.log1p(QUAD_SLACK)
             out["log_upper"] = np.logaddexp(log_clt + math.log1p(QUAD_SLACK), out["log_err"])
-            out["log_lower"] = (log_clt + _log1mexp(min(out["log_err"] - log_clt, 0.0)) - QUAD_SLACK
+            out["log_lower"] = (log_clt + _nm.log1mexp(min(out["log_err"] - log_clt, 0.0)) - QUAD_SLACK
                                 if out["log_err"] < log_clt else -math.inf)
         return out
 
