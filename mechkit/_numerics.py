@@ -245,7 +245,7 @@ def suffix_sums(p, y):
     return d1, d2
 
 
-@njit(f8(KT, types.boolean, KT, f8, f8, f8, types.boolean, f8, A1), cache=True, error_model="numpy")
+@njit(f8(KT, types.boolean, KT, f8, f8, f8, types.boolean, f8, A1), cache=True, error_model="numpy", inline="always")
 def _checked_inverse(inv, has_inv, f, s, a, b, increasing, tol, theta):
     """L^{-1}(s) on [a, b]: the closed form where it lands in [a, b] with residual |L(x) - s| <= tol (1 + |s|),
     else bracketed bisection on f = L."""
