@@ -2,17 +2,17 @@
 
 A core answers, for measure ``m`` (0 = P, 1 = Q) and loss values ``s`` (arrays):
 
-* ``log_lower(m, s, strict)``: log P_m(L < s) (strict) or log P_m(L <= s);
-* ``log_upper(m, s, strict)``: log P_m(L > s) (strict) or log P_m(L >= s);
+* ``tails(m, s, split, closed, want_above, prob)``: P_m(L <= s) or P_m(L > s) (or with the atom at s on the
+  other side), or its log, each point evaluated from the side of ``split`` it lies on;
 * ``pdf(m, s)``: density of the continuous part of L under P_m;
 * ``atoms``: an ``AtomSet`` (values, log-masses under P and Q), +/-inf included;
 * ``cgf(tau, order)``: d^order/dtau^order of K(tau) = log E_P[exp(tau L)] (= log of int p^{1+tau} q^{-tau});
 * ``support``: the smallest and largest value of L with positive mass.
 
 Lower and upper probabilities are summed separately from positive parts, so each is accurate in its own
-tail (no 1 - x cancellation).  ``ContinuousCore`` splits the domain into pieces on which L is flat
-(an atom) or strictly monotone (inverted by a derived formula, checked, or by bisection);
-``DiscreteCore`` enumerates the support.  Both validate the densities before anything else uses them.
+tail (no 1 - x cancellation); the other side is its complement.  ``ContinuousCore`` splits the domain into
+pieces on which L is flat (an atom) or strictly monotone (inverted by a derived formula, checked, or by
+bisection); ``DiscreteCore`` enumerates the support.  Both validate the densities before anything else uses them.
 """
 from __future__ import annotations
 
@@ -39,11 +39,6 @@ def _lse(a, axis=None):
     return np.squeeze(out, axis=axis) if axis is not None else float(out.reshape(()))
 
 
-def _lae(a, b):
-    """Elementwise log(e^a + e^b) in one compiled pass."""
-    return N.lae_arrays(np.ascontiguousarray(a, dtype=float), np.ascontiguousarray(b, dtype=float))
-
-
 def cumulants_from_central(m2, m3, m4, m5, m6):
     """Cumulants 2..6 from central moments 2..6."""
     k4 = m4 - 3 * m2 ** 2
@@ -64,31 +59,46 @@ class AtomSet:
             v = v[starts]
             lp = np.logaddexp.reduceat(lp, starts)
             lq = np.logaddexp.reduceat(lq, starts)
-        self.values, self.logP, self.logQ = v, lp, lq
-        self._cum = [np.logaddexp.accumulate(lp) if v.size else lp, np.logaddexp.accumulate(lq) if v.size else lq]
-        self._rcum = [np.logaddexp.accumulate(lp[::-1])[::-1] if v.size else lp,
-                      np.logaddexp.accumulate(lq[::-1])[::-1] if v.size else lq]
+        self.values, self.logP, self.logQ = np.ascontiguousarray(v), lp, lq
+        # log of the mass before index j and from index j on, j = 0..n
+        none = np.array([_NEG_INF])
+        self._below = [np.concatenate((none, np.logaddexp.accumulate(x))) for x in (lp, lq)]
+        self._above = [np.concatenate((np.logaddexp.accumulate(x[::-1])[::-1], none)) for x in (lp, lq)]
 
     def logmass(self, m):
         return self.logP if m == 0 else self.logQ
 
-    def log_lower(self, m, s, strict):
-        idx = np.searchsorted(self.values, s, side="left" if strict else "right")
-        cum = self._cum[m]
-        return np.where(idx > 0, cum[np.maximum(idx - 1, 0)] if cum.size else _NEG_INF, _NEG_INF)
+    def tails(self, m, s, split, closed, prob, out):
+        """out = the P_m-mass of the atoms on the evaluated side of each s_i, or its log (``Law.tails``)."""
+        N.atom_tails(self.values, self._below[m], self._above[m], s, split, closed, prob, out)
 
-    def log_upper(self, m, s, strict):
-        idx = np.searchsorted(self.values, s, side="right" if strict else "left")
-        r = self._rcum[m]
-        n = self.values.size
-        return np.where(idx < n, r[np.minimum(idx, n - 1)] if n else _NEG_INF, _NEG_INF)
+
+class Law:
+    """What both cores share: tail probabilities of L from its atoms and its monotone pieces (``mono``)."""
+
+    def tails(self, m, s, split, closed, want_above, prob):
+        """P_m of the wanted side of each s_i, or its log, each point evaluated from one side.
+
+        s_i is evaluated above, P_m(L > s_i), where s_i > split, and below, P_m(L <= s_i), where s_i < split;
+        that is with ``closed``; without it, the atom at s_i is on the upper side: P_m(L >= s_i) and
+        P_m(L < s_i).  A point at the split goes to the side without the atom at the split.  The evaluated
+        side is summed from positive parts (as probabilities, or in log space for the log: accurate however
+        small); the result is the side above (``want_above``) or below: the evaluated one, or its complement.
+        """
+        s = np.ascontiguousarray(np.atleast_1d(s), dtype=float)
+        acc = np.empty(s.shape)
+        self.atoms.tails(m, s, split, closed, prob, acc)
+        for pc in self.mono:
+            self._piece_tails(pc, m, s, split, closed, prob, acc)
+        N.finish_tails(acc, s, split, closed, want_above, prob)
+        return acc
 
 
 class _Piece:
-    __slots__ = ("a", "b", "key", "v", "flat", "inc", "La", "Lb", "inv", "logmass")
+    __slots__ = ("a", "b", "key", "v", "flat", "inc", "La", "Lb", "inv", "logmass", "beyond")
 
 
-class ContinuousCore:
+class ContinuousCore(Law):
     """Law of L for densities on an interval of the real line."""
 
     def __init__(self, structure, mod, theta):
@@ -218,6 +228,7 @@ class ContinuousCore:
                     d = pc.Lb - pc.La
                 pc.inc = d > 0
             pc.inv = None
+            pc.beyond = [None, None]
             pc.logmass = [self._piece_logmass(pc, m) for m in (0, 1)]
             if not pc.flat:
                 pc.inv = self._pick_inverse(pc)
@@ -306,59 +317,52 @@ class ContinuousCore:
         return out
 
     # -- inverse -------------------------------------------------------------------------------------
+    def _inverse(self, pc):
+        """(closed-form inverse or L, whether it is one, L) as the engine's checked inverse takes them."""
+        f = self._k(pc.v["L"])
+        return (self._k(pc.inv), True, f) if pc.inv is not None else (f, False, f)
+
     def _invert(self, pc, s):
         """L^{-1}(s) on the piece: the closed form where its residual checks out, else bisection."""
         s = np.ascontiguousarray(s, dtype=float)
         if s.size == 0:
             return s
-        f = self._k(pc.v["L"])
-        inv = self._k(pc.inv) if pc.inv is not None else f
-        with np.errstate(all="ignore"):
-            return N.checked_inverse_many(inv, pc.inv is not None, f, s, pc.a, pc.b, pc.inc, 1e-9, self.theta)
+        return N.checked_inverse_many(*self._inverse(pc), s, pc.a, pc.b, pc.inc, 1e-9, self.theta)
 
-    def _tail_kernel(self, pc, m, right):
-        """The closed-form log tail mass of the piece towards its infinite end, or None."""
+    def _beyond_kernels(self, pc, m):
+        """How the engine gets the P_m-mass left of x, then right of x, on the piece (``_numerics._beyond``):
+        (the closed-form log tail, 0, -) towards an infinite end; else, on a finite piece, (the antiderivative,
+        1, its value at that end); else (-, 2, -): no closed form, the mass is integrated."""
         tag = "p" if m == 0 else "q"
-        if right and pc.b == np.inf:
-            return pc.v["logSr" + tag]
-        if not right and pc.a == -np.inf:
-            return pc.v["logFl" + tag]
-        return None
+        G = pc.v["G" + tag]
+        out = []
+        for end, tail in ((pc.a, pc.v["logFl" + tag]), (pc.b, pc.v["logSr" + tag])):
+            if np.isinf(end) and tail is not None:
+                out.append((self._k(tail), 0, 0.0))
+            elif G is not None and np.isfinite(pc.a) and np.isfinite(pc.b):
+                out.append((self._k(G), 1, self._f(G, end)))
+            else:
+                out.append((self._k(pc.v["L"]), 2, 0.0))
+        return out
 
-    def _fused_tail(self, pc, m, s, tail, right):
-        """log mass beyond L^{-1}(s) in one compiled pass (inverse, check, tail); quadrature where it fails."""
-        s = np.ascontiguousarray(s, dtype=float)
-        xs = np.empty(s.shape)
-        vals = np.empty(s.shape)
-        f = self._k(pc.v["L"])
-        inv = self._k(pc.inv) if pc.inv is not None else f
-        with np.errstate(all="ignore"):
-            N.inverse_then(inv, pc.inv is not None, f, self._k(tail), s, pc.a, pc.b, pc.inc, 1e-9,
-                           self.theta, xs, vals)
-        bad = np.nonzero(np.isnan(vals))[0]
-        for i in bad:
-            u, v = (xs[i], pc.b) if right else (pc.a, xs[i])
-            vals[i] = self._quad_logmass(pc, m, u, v)
-        return vals
-
-    def _fused_antiderivative(self, pc, m, s, G, right):
-        """log mass of (x_s, b) (right) or (a, x_s) on a finite piece from the antiderivative G in one compiled
-        pass; where G's difference cancels (below 1e-3 of its size) or is not finite, quadrature."""
-        s = np.ascontiguousarray(s, dtype=float)
-        xs = np.empty(s.shape)
-        vals = np.empty(s.shape)
-        f = self._k(pc.v["L"])
-        inv = self._k(pc.inv) if pc.inv is not None else f
-        gend = self._f(G, pc.b if right else pc.a)
-        with np.errstate(all="ignore"):
-            N.inverse_log_difference(inv, pc.inv is not None, f, self._k(G), s, pc.a, pc.b, pc.inc, 1e-9, gend,
-                                     right, self.theta, xs, vals)
-        bad = np.nonzero(np.isnan(vals))[0]
-        if bad.size:
-            u = xs[bad] if right else np.full(bad.size, pc.a)
-            v = np.full(bad.size, pc.b) if right else xs[bad]
-            vals[bad] = self._short_logmass(pc, m, u, v)
-        return vals
+    def _piece_tails(self, pc, m, s, split, closed, prob, acc):
+        """Add the piece's P_m-mass on the evaluated side of each s_i (``Law.tails``) to acc: one
+        compiled pass (inverse, check, closed-form mass); where the closed form fails or is missing, the mass
+        from x_s to the piece end is integrated (short intervals by Gauss-Legendre, else adaptively)."""
+        if pc.beyond[m] is None:
+            pc.beyond[m] = self._beyond_kernels(pc, m)
+        (kl, ml, gl), (kr, mr, gr) = pc.beyond[m]
+        xs, pending, right = np.empty(s.size), np.empty(s.size, np.int64), np.empty(s.size, np.bool_)
+        k = N.piece_tails(*self._inverse(pc), kl, ml, gl, kr, mr, gr, s, pc.a, pc.b, pc.inc, min(pc.La, pc.Lb),
+                          max(pc.La, pc.Lb), pc.logmass[m], 1e-9, split, closed, prob, self.theta, acc, xs, pending,
+                          right)
+        for r, mode in ((False, ml), (True, mr)):
+            sel = np.nonzero(right[:k] == r)[0]
+            if sel.size:
+                x, idx = xs[sel], pending[sel]
+                u, v = (x, np.full(x.size, pc.b)) if r else (np.full(x.size, pc.a), x)
+                vals = self._short_logmass(pc, m, u, v) if mode == 1 else self._logmass(pc, m, u, v)
+                acc[idx] = acc[idx] + np.exp(vals) if prob else np.logaddexp(acc[idx], vals)
 
     def _short_logmass(self, pc, m, u, v):
         """log of the P_m-mass of short intervals (u_i, v_i): Gauss-Legendre of orders 8 and 16 on the
@@ -379,49 +383,6 @@ class ContinuousCore:
         for i in np.nonzero(ok & ~agree)[0]:
             out[i] = self._quad_logmass(pc, m, u[i], v[i])
         return out
-
-    # -- the law of L --------------------------------------------------------------------------------
-    def _region_logmass(self, m, s, above):
-        """log P_m of {L > s} (above) or {L < s} summed over the monotone pieces."""
-        s = np.atleast_1d(np.asarray(s, float))
-        total = None
-        for pc in self.mono:
-            lo, hi = min(pc.La, pc.Lb), max(pc.La, pc.Lb)
-            part = np.where((s <= lo) if above else (s >= hi), pc.logmass[m], _NEG_INF)
-            inside = (s > lo) & (s < hi)
-            n_in = int(np.count_nonzero(inside))
-            if n_in:
-                # {L > s} is (x_s, b) on an increasing piece, (a, x_s) on a decreasing one
-                sub = s if n_in == s.size else s[inside]
-                tail = self._tail_kernel(pc, m, pc.inc == above)
-                G = pc.v["G" + ("p" if m == 0 else "q")]
-                if tail is not None:
-                    vals = self._fused_tail(pc, m, sub, tail, pc.inc == above)
-                elif G is not None and np.isfinite(pc.a) and np.isfinite(pc.b):
-                    vals = self._fused_antiderivative(pc, m, sub, G, pc.inc == above)
-                else:
-                    xs = self._invert(pc, sub)
-                    if pc.inc == above:
-                        u, v = xs, np.full(xs.shape, pc.b)
-                    else:
-                        u, v = np.full(xs.shape, pc.a), xs
-                    vals = self._logmass(pc, m, u, v)
-                if n_in == s.size:
-                    part = vals
-                else:
-                    part[inside] = vals
-            total = part if total is None else _lae(total, part)
-        return np.full(s.shape, _NEG_INF) if total is None else total
-
-    def log_upper(self, m, s, strict=True):
-        s = np.atleast_1d(np.asarray(s, float))
-        region = self._region_logmass(m, s, True)
-        return region if not self.atoms.values.size else _lae(region, self.atoms.log_upper(m, s, strict))
-
-    def log_lower(self, m, s, strict=False):
-        s = np.atleast_1d(np.asarray(s, float))
-        region = self._region_logmass(m, s, False)
-        return region if not self.atoms.values.size else _lae(region, self.atoms.log_lower(m, s, strict))
 
     def pdf(self, m, s):
         s = np.atleast_1d(np.asarray(s, float))
@@ -631,7 +592,7 @@ def _combine_cgf(parts, at, tau, order, central_pass, vector=False, abs3=False):
     return ks[order - 2]
 
 
-class DiscreteCore:
+class DiscreteCore(Law):
     """Law of L for probability mass functions on a finite set or the integers."""
 
     MAX_POINTS = 20_000_000
@@ -716,12 +677,6 @@ class DiscreteCore:
     def set_closed_cgf(self, names):
         self._cgf_closed = names
         self.cgf_source = "closed form"
-
-    def log_upper(self, m, s, strict=True):
-        return self.atoms.log_upper(m, np.atleast_1d(np.asarray(s, float)), strict)
-
-    def log_lower(self, m, s, strict=False):
-        return self.atoms.log_lower(m, np.atleast_1d(np.asarray(s, float)), strict)
 
     def pdf(self, m, s):
         return np.zeros(np.atleast_1d(s).shape)

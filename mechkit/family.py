@@ -407,13 +407,22 @@ class PLRV:
             raise ParameterError("s must not be nan")
         return s
 
-    def _upper(self, v):
-        """log P(Z > v) directly."""
-        return self._core.log_upper(self._m, v, True) if self._sign > 0 else self._core.log_lower(self._m, -v, True)
+    def _tails(self, v, want_lower, prob, split=None):
+        """P(Z <= v) (want_lower) or P(Z > v), or its log (not ``prob``), each point computed from one side.
+
+        Below ``split`` (default: the median) P(Z <= v) is evaluated, at and above it P(Z > v), each summed
+        from positive parts; the other side is its complement.  From the median, each point costs one
+        evaluation of a side whose probability is at most about 1/2, so neither tail loses accuracy.  In loss
+        space (Z = sign L) this is the core's split at sign * split; for Z = -L, {Z <= v} = {L >= -v}, so the
+        atom at the point goes to the core's upper side (not ``closed``).
+        """
+        split = self._median() if split is None else split
+        pos = self._sign > 0
+        return self._core.tails(self._m, v if pos else -v, self._sign * split, pos, want_lower != pos, prob)
 
     def _lower(self, v):
         """log P(Z <= v) directly."""
-        return self._core.log_lower(self._m, v, False) if self._sign > 0 else self._core.log_upper(self._m, -v, False)
+        return self._tails(v, True, False, np.inf)
 
     def _median(self):
         """A point m near the median: P(Z <= s) is at most about 1/2 below m and at least about 1/2 above.
@@ -452,51 +461,21 @@ class PLRV:
             self._med = float(hi) if np.isfinite(hi) else float(lo)
         return self._med
 
-    def _by_side(self, v, want_lower, direct, complement):
-        """One side's probability at each point, computed from the side whose probability is at most 1/2.
-
-        Below the median P(Z <= v) <= 1/2 is evaluated (log space) and P(Z > v) is its complement; above, the
-        other way round.  ``direct`` maps an evaluated log-probability to the result, ``complement`` maps it to
-        the result for the other side.  Each point costs one evaluation and neither tail loses accuracy.
-        """
-        low = v < self._median()
-        out = np.empty(v.shape)
-        for mask, fn, other in ((low, self._lower, not want_lower), (~low, self._upper, want_lower)):
-            if not mask.any():
-                continue
-            vals = fn(v if mask.all() else v[mask])
-            vals = complement(np.minimum(vals, 0.0)) if other else direct(vals)
-            if mask.all():
-                return vals
-            out[mask] = vals
-        return out
-
-    def _split(self, v, want_lower):
-        """log P(Z <= v) (want_lower) or log P(Z > v)."""
-        with np.errstate(divide="ignore"):
-            return self._by_side(v, want_lower, lambda x: x, log1mexp)
-
     def logsf(self, s):
         """log P(Z > s), accurate in both tails."""
-        v = self._s(s)
-        return self._out(self._split(v, False), s)
+        return self._out(self._tails(self._s(s), False, False), s)
 
     def logcdf(self, s):
         """log P(Z <= s), accurate in both tails."""
-        v = self._s(s)
-        return self._out(self._split(v, True), s)
-
-    def _prob(self, v, want_lower):
-        """P(Z <= v) (want_lower) or P(Z > v): exp of the evaluated side, or -expm1 of it for the complement."""
-        return self._by_side(v, want_lower, np.exp, lambda x: -np.expm1(x))
+        return self._out(self._tails(self._s(s), True, False), s)
 
     def sf(self, s):
         """P(Z > s)."""
-        return self._out(self._prob(self._s(s), False), s)
+        return self._out(self._tails(self._s(s), False, True), s)
 
     def cdf(self, s):
         """P(Z <= s)."""
-        return self._out(self._prob(self._s(s), True), s)
+        return self._out(self._tails(self._s(s), True, True), s)
 
     def pdf(self, s):
         """Density of the continuous part (atoms excluded)."""
