@@ -16,22 +16,16 @@ k = 1e4, MSD1 relative error <= 1e-5 for n >= 2000, correct answers at delta = 1
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import platform
-import time
 from pathlib import Path
+
+from _common import arg_parser, timed, warm_composition
 
 TRUTH = {1500: 1.655353471724, 1596: 1.706103109770, 1693: 1.755923500463, 1790: 1.804401046925,
          2080: 1.942319825987, 2467: 2.112817877771, 3048: 2.346484786693, 3532: 2.525409437765,
          4016: 2.693078534373, 4500: 2.851463623503}
-
-
-def timed(fn):
-    t = time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t
 
 
 def flat_in_k(mk, ks, fft_max):
@@ -97,14 +91,11 @@ def tiny_delta(mk, delta=1e-30, k=3000):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="k up to 1e4 only, FFT up to 1e3")
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "spa.json"))
-    args = ap.parse_args(argv)
+    args = arg_parser(__doc__, "spa", "k up to 1e4 only, FFT up to 1e3").parse_args(argv)
     import mechkit as mk
     # warm up (Numba engine, family cache) on a composition no timed case uses
-    mk.compose((mk.subsample(mk.gaussian(sigma=1.7), 0.01), 50)).epsilon(1e-5, method="spa")
-    mk.compose((mk.subsample(mk.gaussian(sigma=1.7), 0.01), 50)).epsilon(1e-5)
+    warm_composition(mk).epsilon(1e-5, method="spa")
+    warm_composition(mk).epsilon(1e-5)
     ks = [100, 1000, 10_000] if args.quick else [100, 1000, 10_000, 100_000, 1_000_000]
     flat = flat_in_k(mk, ks, 1000 if args.quick else 100_000)
     acc = accuracy(mk)

@@ -100,7 +100,7 @@ def main(argv=None, out=sys.stdout):
             else:
                 print(f"bounds     none  (method {est.method} is an approximation, not certified)", file=out)
             if est.details.get("reliable") is False:
-                print("note       the saddle-point expansion is outside its regime here (large correction "
+                print(f"note       the {est.method} expansion is outside its regime here (large correction "
                       "term); trust the bounds, or use --method fft", file=out)
     except MechkitError as exc:
         print(f"mechkit: error: {exc}", file=sys.stderr)

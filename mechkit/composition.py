@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from . import codegen, fft, spa
+from . import codegen, edgeworth, fft, spa
 from . import gdp as _gdp
 from . import rdp as _rdp
 from .errors import ParameterError, check_finite_real
@@ -64,6 +64,7 @@ def _gdp_delta(items, epsilon, **options):
 ACCOUNTANTS = {
     "fft": (fft.epsilon, fft.delta),
     "spa": (spa.epsilon, spa.delta),
+    "edgeworth": (edgeworth.epsilon, edgeworth.delta),
     "rdp": (_rdp_epsilon, _rdp_delta),
     "gdp": (_gdp_epsilon, _gdp_delta),
 }

@@ -10,6 +10,20 @@ from __future__ import annotations
 import numpy as np
 
 
+def clamp_into(value, lower, upper):
+    """An approximation moved into its certified interval, and whether it had to be (elementwise).
+
+    An estimate outside ``[lower, upper]`` is known to be wrong; the nearest bound is closer to the truth.
+    The composers flag such answers as not reliable.
+    """
+    v = np.asarray(value, dtype=float)
+    out = np.minimum(np.maximum(v, lower), upper)
+    moved = out != v
+    if np.ndim(out) == 0:
+        return float(out), bool(moved)
+    return out, moved
+
+
 class Estimate(float):
     def __new__(cls, value, lower=None, upper=None, method="", certified=False, details=None):
         obj = super().__new__(cls, value)

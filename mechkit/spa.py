@@ -29,7 +29,7 @@ from scipy.special import log_ndtr
 
 from . import _numerics as _nm
 from .errors import NumericalLimitError, ParameterError, check_finite_real
-from .estimate import Estimate, EstimateArray
+from .estimate import Estimate, EstimateArray, clamp_into
 
 C_BE2 = 1.12  # 2 * C_BE, Shevtsova's constant for non-identical summands (the authors' code)
 LOG_2PI = math.log(2.0 * math.pi)
@@ -57,6 +57,7 @@ class _Direction:
                     f"{plrv.mechanism.name} has a point mass at +inf (probability {plrv.inf_mass:.3g}): its CGF is "
                     "infinite for every t > 0, so no saddle point exists; use method='fft'")
         self._start = None
+        self._t_zero = None
 
     def vector(self, t):
         """[K, K', K'', K''', K''''] of the composition at t (inf when t is outside the domain)."""
@@ -266,10 +267,11 @@ def delta(items, epsilon, order=1, variant="msd"):
         ts.append([r[3]["t"] for r in rs])
         top = max(rs, key=lambda r: r[0])[3]
         rel.append(_reliable(top))
-    val = np.minimum(np.array(val), 1.0)
+    val, moved = clamp_into(np.minimum(np.array(val), 1.0), np.array(lo), np.array(up))
     details = _details(order, variant, None)
     details["saddle_points"] = ts
-    details["reliable"] = [bool(r) for r in rel]
+    details["reliable"] = [bool(r) and not m for r, m in zip(rel, moved)]
+    details["clamped"] = moved.tolist()
     return EstimateArray(val, np.array(lo), np.array(up), "spa", True, details)
 
 
@@ -365,6 +367,21 @@ def _solve_t(dirn, target, fn, bounds, u0=None):
     raise NumericalLimitError("the saddle-point search did not converge (report this as a bug)")
 
 
+def at_zero(dirn, fn, target, bounds):
+    """True when the curve fn is already <= target at epsilon = 0 (then epsilon is 0 for this direction).
+
+    Needed near delta = 1: the approximations can stay below the target at every tilt (MSD1 peaks below 1),
+    so a root search in t would find no crossing.
+    """
+    if dirn._t_zero is None:
+        try:
+            dirn._t_zero = dirn.saddle(0.0)
+        except _ZeroDelta:
+            dirn._t_zero = math.nan
+    t0 = dirn._t_zero
+    return math.isnan(t0) or fn(dirn.at(t0, 0.0, want_bounds=bounds)) <= target
+
+
 def epsilon(items, delta_, order=1, variant="msd"):
     """epsilon(delta) by the SPA (max over add and remove), with certified lower and upper bounds."""
     _check(order, variant)
@@ -379,6 +396,8 @@ def epsilon(items, delta_, order=1, variant="msd"):
         best = 0.0
         where = None
         for dirn in dirs:
+            if at_zero(dirn, fn, target, bounds):
+                continue
             u = _solve_t(dirn, target, fn, bounds, warm.get(dirn.direction))
             if u is not None and not bounds:
                 warm[dirn.direction] = u
@@ -400,9 +419,11 @@ def epsilon(items, delta_, order=1, variant="msd"):
     val, where = solve(lambda r: _value(r, key), False, 0)
     up, _ = solve(lambda r: r["log_upper"], True, +1)
     lo, _ = solve(lambda r: r["log_lower"], True, -1)
-    lo = min(lo, val)
-    up = max(up, val)
     details = _details(order, variant, where[0].at(where[1]) if where else None)
+    val, moved = clamp_into(val, lo, up)
+    if moved or (where is None and up > 0):
+        # outside its own certified interval, or 0 only because the approximation never reaches delta
+        details.update(reliable=False, clamped=moved)
     return Estimate(val, lo, up, "spa", True, details)
 
 

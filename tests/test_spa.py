@@ -120,6 +120,18 @@ def test_heterogeneous_mix_and_both_directions():
         assert float(spa[i]) == pytest.approx(float(fft[i]), rel=2e-2)
 
 
+def test_delta_near_one_and_estimates_inside_their_bounds():
+    # near delta = 1 the MSD approximations can stay below delta at every tilt: the search used to fail with
+    # "did not converge"; an estimate outside its own certified interval is moved into it and flagged
+    run = mk.compose((sg(1.0, 0.01), 10 ** 8))
+    for d in (0.999999, 0.99, 0.5):
+        e = run.epsilon(d, method="spa")
+        assert e.lower <= float(e) <= e.upper
+        assert e.upper > 7000  # the truth is about 8000 here: 0 only as a lower bound
+    rr = mk.compose((mk.randomized_response(1.0), 10)).epsilon(0.999999, method="spa")
+    assert float(rr) == 0.0 and rr.lower == 0.0
+
+
 def test_errors():
     run = mk.compose((sg(), 100))
     for bad in (0.0, 1.0, -1e-5, float("nan"), 2.0):

@@ -1,0 +1,174 @@
+"""Benchmark: the Edgeworth accountant (method="edgeworth") beside the SPA and mechkit's certified FFT.
+
+One process (``python benchmarks/edgeworth.py``; JSON to ``benchmarks/results/edgeworth.json``):
+
+1. **The FFT benchmark's cases** (Poisson-subsampled Gaussian, q = 0.01, delta = 1e-5, add/remove):
+   ``hom-s{0.8,1.0}-k{1e3,1e4,1e5}`` and ``het-10``, ``het-100`` (sigmas linspace(0.8, 1.2, n), 1e4 steps in
+   total).  The reference is mechkit's FFT at eps_error = 1e-3 (certified interval of width 2e-3 plus the
+   floating-point allowance).  For the plain Edgeworth estimate (AEA, orders 0 to 3), the tilted expansion
+   (order 2) and the SPA (MSD1): epsilon, its error against the FFT estimate, and whether it lies inside the
+   FFT interval; for the EEAI interval its width and whether it contains the FFT interval's truth (intersects
+   it).  Time per query: "first" on a fresh composition (derives the cumulants and the Chernoff tables),
+   "repeat" a new delta on the same one (what a calibration loop pays), in ms, and fft/edgeworth ratios.
+2. **Flat in k**: the same mechanism at k = 1e3 ... 1e8; edgeworth and SPA query times.
+3. **Regimes**: expected sampled steps p k from 0.1 to 1000 and delta from 1e-3 to 1e-10, the error of each
+   method against the FFT (or, where the FFT cannot resolve delta, against the SPA's certified bracket).
+   The docs' table "which method is accurate when" (docs/performance.md) comes from this table.
+
+Timings are wall-clock (``time.perf_counter``) on a warm Numba/family cache; read the ratios.
+"""
+from __future__ import annotations
+
+import json
+import math
+import platform
+import sys
+from pathlib import Path
+
+from _common import arg_parser, timed, warm_composition
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+Q, DELTA = 0.01, 1e-5
+
+
+def components(case):
+    import numpy as np
+    if case.startswith("hom"):
+        s, k = case.split("-")[1:]
+        return [(float(s[1:]), int(float(k[1:])))]
+    n = int(case.split("-")[1])
+    return [(float(s), 10_000 // n) for s in np.linspace(0.8, 1.2, n)]
+
+
+def build(mk, comps, jitter=0.0):
+    return mk.compose(*[(mk.subsample(mk.gaussian(sigma=s + jitter), Q), c) for s, c in comps])
+
+
+def fft_cases(mk, cases):
+    rows = []
+    for case in cases:
+        comps = components(case)
+        f, tf = timed(lambda: build(mk, comps).epsilon(DELTA, eps_error=1e-3))
+        row = {"case": case, "fft": [f.lower, float(f), f.upper], "fft_ms": tf * 1e3}
+        run = build(mk, comps, jitter=1e-9)  # fresh mechanisms: nothing memoised from the FFT run
+        e, first = timed(lambda: run.epsilon(DELTA, method="edgeworth", order=2))
+        _, repeat = timed(lambda: run.epsilon(2 * DELTA, method="edgeworth", order=2))
+        row.update({"ew_first_ms": first * 1e3, "ew_repeat_ms": repeat * 1e3, "eeai": [e.lower, e.upper],
+                    "eeai_contains": bool(e.lower <= f.upper and f.lower <= e.upper),
+                    "eeai_interval": e.details["interval"]})
+        for o in range(4):
+            v = run.epsilon(DELTA, method="edgeworth", order=o)
+            row[f"aea{o}"] = float(v)
+            row[f"aea{o}_reliable"] = v.details["reliable"]
+        t, tt = timed(lambda: run.epsilon(DELTA, method="edgeworth", order=2, variant="tilted"))
+        s, ts = timed(lambda: run.epsilon(DELTA, method="spa"))
+        row.update({"tilted2": float(t), "tilted_ms": tt * 1e3, "tilted_reliable": t.details["reliable"],
+                    "spa": float(s), "spa_ms": ts * 1e3, "spa_reliable": s.details.get("reliable"),
+                    "fft_over_ew_first": tf / first, "fft_over_ew_repeat": tf / repeat})
+        rows.append(row)
+        print_case(row)
+    return rows
+
+
+def print_case(r):
+    lo, est, up = r["fft"]
+
+    def err(v):
+        inside = "in " if lo <= v <= up else "out"
+        return f"{v - est:+9.2e} {inside}"
+
+    print(f"{r['case']:>13} | {est:8.5f} | " + " | ".join(err(r[f"aea{o}"]) for o in range(4)) +
+          f" | {err(r['tilted2'])} | {err(r['spa'])} | [{r['eeai'][0]:.4f}, {r['eeai'][1]:.4f}] "
+          f"{'ok' if r['eeai_contains'] else 'MISS'} | {r['ew_first_ms']:7.1f} | {r['ew_repeat_ms']:6.1f} | "
+          f"{r['fft_ms']:8.0f} | {r['fft_over_ew_repeat']:8.0f}", flush=True)
+
+
+def flat_in_k(mk, ks):
+    rows = []
+    for k in ks:
+        run = build(mk, [(1.0, k)], jitter=1e-9 * math.log10(k))
+        e, first = timed(lambda: run.epsilon(DELTA, method="edgeworth"))
+        _, repeat = timed(lambda: run.epsilon(2 * DELTA, method="edgeworth"))
+        s, ts = timed(lambda: run.epsilon(DELTA, method="spa"))
+        rows.append({"k": k, "ew_eps": float(e), "ew_first_ms": first * 1e3, "ew_repeat_ms": repeat * 1e3,
+                     "spa_eps": float(s), "spa_ms": ts * 1e3})
+        r = rows[-1]
+        print(f"{k:>10.0e} | {r['ew_eps']:9.4f} | {r['ew_first_ms']:8.1f} | {r['ew_repeat_ms']:8.2f} | "
+              f"{r['spa_eps']:9.4f} | {r['spa_ms']:7.1f}", flush=True)
+    return rows
+
+
+REGIMES = [(q, k, d) for q, k in ((0.001, 100), (0.001, 1000), (0.01, 1000), (0.01, 10_000), (0.1, 1000),
+                                  (0.1, 10_000)) for d in (1e-3, 1e-5, 1e-10)]
+
+
+def regimes(mk, sigma=1.0):
+    rows = []
+    for q, k, d in REGIMES:
+        run = mk.compose((mk.subsample(mk.gaussian(sigma=sigma), q), k))
+        row = {"q": q, "k": k, "pk": q * k, "delta": d}
+        try:
+            f = run.epsilon(d, eps_error=1e-3, delta_error=d / 1e3)
+            ref = (f.lower, f.upper, "fft")
+        except Exception:  # FFT cannot resolve this delta: use the SPA's certified bracket
+            s = run.epsilon(d, method="spa")
+            ref = (s.lower, s.upper, "spa bounds")
+        row["ref"] = ref
+        mid, half = 0.5 * (ref[0] + ref[1]), 0.5 * (ref[1] - ref[0])
+        for name, kw in (("aea2", {"method": "edgeworth", "order": 2}),
+                         ("aea3", {"method": "edgeworth", "order": 3}),
+                         ("tilted2", {"method": "edgeworth", "order": 2, "variant": "tilted"}),
+                         ("spa", {"method": "spa"}), ("gdp", {"method": "gdp"})):
+            try:
+                v = run.epsilon(d, **kw)
+                row[name] = float(v)
+                row[name + "_rel_err"] = max(0.0, abs(float(v) - mid) - half) / mid if mid > 0 else math.nan
+                row[name + "_reliable"] = v.details.get("reliable")
+            except Exception as exc:
+                row[name] = f"{type(exc).__name__}"
+        e = run.epsilon(d, method="edgeworth")
+        row["eeai"] = [e.lower, e.upper]
+        rows.append(row)
+
+        def cell(n):
+            if isinstance(row.get(n), str):
+                return f"{row[n]:>12}"
+            flag = "" if row.get(n + "_reliable") in (True, None) else "?"
+            return f"{row[n + '_rel_err']:11.1e}{flag or ' '}"
+
+        print(f"{q:>6} | {k:>6} | {q * k:>6.1f} | {d:>7.0e} | {mid:8.4f} ({ref[2]:>10}) | " +
+              " | ".join(cell(n) for n in ("aea2", "aea3", "tilted2", "spa", "gdp")) +
+              f" | [{e.lower:.3f}, {e.upper:.3f}]", flush=True)
+    return rows
+
+
+def main(argv=None):
+    args = arg_parser(__doc__, "edgeworth", "k = 1e3 cases only and a short flat-in-k sweep").parse_args(argv)
+    import mechkit as mk
+    warm = warm_composition(mk)
+    for kw in ({}, {"method": "edgeworth"}, {"method": "edgeworth", "variant": "tilted"}, {"method": "spa"}):
+        warm.epsilon(1e-5, **kw)
+    cases = (["hom-s0.8-k1e3", "hom-s1.0-k1e3"] if args.quick else
+             [f"hom-s{s}-k{k}" for s in ("0.8", "1.0") for k in ("1e3", "1e4", "1e5")] + ["het-10", "het-100"])
+    print("1. epsilon(delta=1e-5), q=0.01: error of each estimate against the FFT estimate (eps_error=1e-3), "
+          "'in' = inside the FFT's certified interval")
+    print(f"{'case':>13} | {'fft eps':>8} | {'AEA-0':>13} | {'AEA-1':>13} | {'AEA-2':>13} | {'AEA-3':>13} | "
+          f"{'tilted-2':>13} | {'SPA':>13} | EEAI interval          | ew ms 1st | repeat | fft ms | fft/ew")
+    cases_out = fft_cases(mk, cases)
+    print("\n2. time per query, subsampled Gaussian sigma=1, q=0.01, delta=1e-5 (flat in k)")
+    print(f"{'k':>10} | {'ew eps':>9} | {'first ms':>8} | {'rep ms':>8} | {'spa eps':>9} | {'spa ms':>7}")
+    flat = flat_in_k(mk, [10 ** e for e in (range(3, 6) if args.quick else range(3, 9))])
+    print("\n3. regimes, sigma=1: epsilon error beyond the reference interval, relative ('?': flagged unreliable)")
+    print(f"{'q':>6} | {'k':>6} | {'q k':>6} | {'delta':>7} | {'reference':>21} | {'AEA-2':>12} | {'AEA-3':>12} | "
+          f"{'tilted-2':>12} | {'SPA':>12} | {'GDP':>12} | EEAI")
+    reg = [] if args.quick else regimes(mk)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"python": platform.python_version(), "machine": platform.machine(),
+                               "cases": cases_out, "flat_in_k": flat, "regimes": reg}, indent=2, default=str))
+    print(f"\nwrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,593 @@
+"""The Edgeworth accountant (Wang, Gao, Zhang, Shen, Su; notes.md section 3), from the derived cumulants.
+
+One direction of mechkit (remove or add) is one PLLR sequence of Lemma 3.3.  For each mechanism the loss L
+is taken under the numerator measure (``Y``: mechkit's PLRV) and under the other one (``X``: its dual), and
+the composition's sums S_Y, S_X have cumulants sum_i k_i kappa_r (counts multiply, so a query costs
+O(number of distinct mechanisms), flat in k).  Proposition 3.2:
+
+    delta(eps) = P(S_Y > eps) - e^eps P(S_X > eps),
+
+and the reported delta is the max over the two directions (Lemma 3.3).
+
+* **AEA** (Def. 4.1), ``order`` 0 (CLT) to 3: each survival function replaced by its Edgeworth expansion
+  (notes.md 3.4), evaluated as phi(z) [R(z) + h(z)] (R the Mills ratio) so the tails keep their digits.
+* **EEAI** (Def. 4.2): the order-1 expansion plus/minus the explicit uniform bound of Derumigny, Girard and
+  Guyonvarch (Lemma 4.3; ``edgeworth_bound``), returned as ``lower``/``upper``.  A uniform error is useless
+  once it is multiplied by e^eps, so each survival bound is also capped by a Chernoff bound from the derived
+  CGF (P(S >= x) <= exp(K(t) - t x) for every t > 0), and delta itself by the tilted moment bound
+  delta <= exp(K(t) - t eps) t^t / (1+t)^(1+t).  These are the exponentially decaying tail bounds of
+  Theorem 1 (subsampled Gaussian) and Proposition 4.5 (subsampled Laplace), for every mechanism: those
+  bound the same moment generating function from above (sub-Gaussian / Hoeffding), so the exact CGF is at
+  least as tight (tested against both).  The Chernoff bounds are minima over a fixed grid of tilts (a
+  valid bound at every eps, within a few percent of the optimum).
+* **Tilted** (``variant="tilted"``; the SPA paper's section 3.3.2): the Edgeworth expansion of the
+  exponentially tilted sum at the saddle point, integrated against the hockey-stick kernel; order 0 is the
+  SPA's SP-CLT.  Its bounds are the SPA's certified ones (Berry-Esseen on the tilted sum).
+
+Epsilon(delta) is read off the same curves: the estimate is the largest root of AEA(eps) = delta, the upper
+bound a point where the upper curve is <= delta, the lower bound a point below which the lower curve is
+> delta (both checked pointwise, so they stay valid even where the curves are not monotone).
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+import numpy as np
+from scipy import optimize
+from scipy.special import erfcx, log_ndtr, ndtr
+
+from . import spa
+from .errors import NumericalLimitError, ParameterError, check_finite_real
+from .estimate import Estimate, EstimateArray, clamp_into
+
+ORDERS = (0, 1, 2, 3)
+VARIANTS = ("plain", "tilted")
+#: tilts of the Chernoff bounds (a valid bound at each; the grid ratio 1.5 keeps them near-optimal)
+CHERNOFF_TILTS = np.geomspace(1e-3, 1e3, 35)
+#: allowance for the quadrature error of the derived cumulants: relative on the uniform bound, absolute
+#: on a probability, relative on a CGF value (the CGFs are accurate to about 1e-13)
+BOUND_SLACK_REL, PROB_SLACK, CGF_SLACK = 1e-6, 1e-12, 1e-9
+LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+_CACHE_SIZE = 16
+#: the estimate is flagged reliable when the next-lower order's delta differs by at most this (relative)
+RELIABLE = 0.05
+
+
+# --- the Edgeworth expansion ---------------------------------------------------------------------------
+def _hermite(z, n):
+    """[He_0(z), ..., He_n(z)] (probabilists' Hermite polynomials)."""
+    he = [np.ones_like(z), z]
+    for k in range(1, n):
+        he.append(z * he[k] - k * he[k - 1])
+    return he
+
+
+def _cdf_correction(z, g3, g4, g5, order):
+    """h with E_order(z) = Phi(z) - phi(z) h(z) (notes.md 3.4; g_r the standardised cumulants of the sum)."""
+    h = np.zeros_like(z)
+    if order == 0:
+        return h
+    he = _hermite(z, 8)
+    h = h + g3 / 6.0 * he[2]
+    if order >= 2:
+        h = h + g4 / 24.0 * he[3] + g3 * g3 / 72.0 * he[5]
+    if order >= 3:
+        h = h + g5 / 120.0 * he[4] + g3 * g4 / 144.0 * he[6] + g3 ** 3 / 1296.0 * he[8]
+    return h
+
+
+def _density_coefficients(k, order):
+    """{j: c_j} with f(x) = phi(x) (1 + sum_j c_j He_j(x)): the Edgeworth density of standardised cumulants k."""
+    c = {}
+    if order >= 1:
+        c[3] = k[3] / 6.0
+    if order >= 2:
+        c[4] = k[4] / 24.0
+        c[6] = k[3] ** 2 / 72.0
+    if order >= 3:
+        c[5] = k[5] / 120.0
+        c[7] = k[3] * k[4] / 144.0
+        c[9] = k[3] ** 3 / 1296.0
+    return c
+
+
+def _signed_log_sf(z, h):
+    """(log |sf|, sign) of the expansion's survival function Q(z) + phi(z) h(z).
+
+    Above the mean it is phi(z) [R(z) + h(z)], R(z) = sqrt(pi/2) erfcx(z/sqrt 2) the Mills ratio, so the
+    tail keeps its relative accuracy; below it, Q(z) >= 1/2 is summed directly.
+    """
+    z = np.asarray(z, float)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        upper = z > 0
+        inner = np.where(upper, math.sqrt(math.pi / 2.0) * erfcx(np.where(upper, z, 0.0) / math.sqrt(2.0)) + h, 0.0)
+        direct = np.where(upper, 0.0, ndtr(-z) + np.exp(-0.5 * z * z - LOG_SQRT_2PI) * h)
+        val = np.where(upper, inner, direct)
+        logmag = np.where(upper, -0.5 * z * z - LOG_SQRT_2PI + np.log(np.abs(inner)), np.log(np.abs(direct)))
+    return logmag, np.sign(val)
+
+
+def _signed_diff(la, sa, lb, sb):
+    """(log |d|, sign) of d = sa e^la - sb e^lb."""
+    m = np.maximum(la, lb)
+    safe = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        d = sa * np.exp(la - safe) - sb * np.exp(lb - safe)
+    with np.errstate(divide="ignore"):
+        return np.where(np.isfinite(m), safe + np.log(np.abs(d)), -np.inf), np.sign(d)
+
+
+def _from_signed(logmag, sign):
+    with np.errstate(over="ignore"):
+        return sign * np.exp(logmag)
+
+
+# --- one PLLR sequence -----------------------------------------------------------------------------------
+class _Side:
+    """The sum over the composition of one loss under one measure: cumulants and uniform-bound inputs."""
+
+    def __init__(self, parts):
+        vecs = []
+        m = 0
+        for plrv, c in parts:
+            v = np.asarray(plrv.cgf_vector(0.0, 5), float)[1:]
+            if not np.all(np.isfinite(v)):
+                raise NumericalLimitError(
+                    f"the privacy loss of {plrv.mechanism.name} has no finite moments of order <= 5 (heavy tails or "
+                    "an infinite loss with positive probability): the Edgeworth accountant needs them; use "
+                    "method='fft'")
+            vecs.append((plrv, c, v))
+            m += c
+        self.m = m
+        self.kappa = sum(c * v for _, c, v in vecs)  # cumulants 1..5 of the sum
+        s2 = float(self.kappa[1])
+        if not s2 > 0:
+            raise NumericalLimitError("the composed privacy loss has zero variance: delta is 0 or 1 exactly; "
+                                      "use method='fft'")
+        self.mean, self.sd = float(self.kappa[0]), math.sqrt(s2)
+        self.g = {r: float(self.kappa[r - 1]) / s2 ** (r / 2.0) for r in (3, 4, 5)}
+        self._vecs = vecs
+        self._delta = None
+
+    def uniform_bound(self):
+        """sup_x |F(x) - E_1(x)| <= this (Lemma 4.3 with the explicit remainder), with a quadrature allowance."""
+        if self._delta is None:
+            from .edgeworth_bound import edgeworth_bound
+
+            vecs, m = self._vecs, self.m
+            bbar3 = (self.sd ** 2 / m) ** 1.5
+            k3 = sum(c * plrv.tilted_abs3(0.0) for plrv, c, _ in vecs) / m / bbar3
+            k4 = sum(c * (v[3] + 3.0 * v[1] ** 2) for _, c, v in vecs) / m / bbar3 ** (4.0 / 3.0)
+            k3t = k3 + sum(c * _mean_abs_dev(plrv, v[0]) * v[1] for plrv, c, v in vecs) / m / bbar3
+            lam3 = float(self.kappa[2]) / m / bbar3
+            k4 = max(k4, 1.0)
+            k3 = max(k3, abs(lam3))
+            b = edgeworth_bound(m, k3 * (1 + BOUND_SLACK_REL), k3t * (1 + BOUND_SLACK_REL), k4 * (1 + BOUND_SLACK_REL),
+                                lam3, iid=len(vecs) == 1)
+            self._delta = b * (1.0 + BOUND_SLACK_REL) + PROB_SLACK
+            self.inputs = {"n": m, "K3": k3, "K3_tilde": k3t, "K4": k4, "lambda3": lam3}
+        return self._delta
+
+    def signed_log_sf(self, x, order):
+        z = (np.asarray(x, float) - self.mean) / self.sd
+        return _signed_log_sf(z, _cdf_correction(z, self.g[3], self.g[4], self.g[5], order))
+
+
+_GK_X = np.array([0.991455371120813, 0.949107912342759, 0.864864423359769, 0.741531185599394,
+                  0.586087235467691, 0.405845151377397, 0.207784955007898, 0.0])
+_GK_WK = np.array([0.022935322010529, 0.063092092629979, 0.104790010322250, 0.140653259715525,
+                   0.169004726639267, 0.190350578064785, 0.204432940075298, 0.209482141084728])
+_GK_WG = np.array([0.0, 0.129484966168870, 0.0, 0.279705391489277, 0.0, 0.381830050505119, 0.0,
+                   0.417959183673469])
+
+
+def _gk15(f, a, b):
+    """Gauss-Kronrod 15/7 on many intervals at once: (integrals, error estimates), one call of f."""
+    half, mid = 0.5 * (b - a), 0.5 * (b + a)
+    x = np.concatenate((-_GK_X[:-1], _GK_X[::-1]))
+    wk = np.concatenate((_GK_WK[:-1], _GK_WK[::-1]))
+    wg = np.concatenate((_GK_WG[:-1], _GK_WG[::-1]))
+    vals = f((mid[:, None] + half[:, None] * x[None, :]).ravel()).reshape(-1, 15)
+    k = half * (vals @ wk)
+    return k, np.abs(k - half * (vals @ wg))
+
+
+def _mean_abs_dev(plrv, mu):
+    """E|Z - mu| = 2 E(Z - mu)^+: point masses summed, the continuous part integrated.
+
+    Vectorised adaptive Gauss-Kronrod over [mu, A = mu + 200 sd] (geometric initial partition, intervals with
+    a large error estimate bisected); above A, E[(Z - mu); Z > A] <= E(Z - mu)^6 / (A - mu)^5 is added, so the
+    result errs on the high side (the uniform bound grows with it).
+    """
+    vals, probs = plrv.atoms()
+    fin = np.isfinite(vals)
+    up = float(np.sum(probs[fin] * np.maximum(vals[fin] - mu, 0.0)))
+    lo_s, hi_s = plrv.support
+    if plrv._core.mono and mu < hi_s:
+        v = plrv.cgf_vector(0.0, 6)
+        sd = math.sqrt(v[2])
+        top = min(hi_s, mu + 200.0 * sd)
+        cuts = mu + np.concatenate(([0.0], np.geomspace(1e-6 * sd, top - mu, 40)))
+        cuts = np.unique(np.concatenate((cuts, vals[fin & (vals > mu) & (vals < top)])))
+        a, b = cuts[:-1], cuts[1:]
+
+        def f(s):
+            return (s - mu) * plrv.pdf(s)
+
+        total = 0.0
+        for _ in range(30):
+            est, err = _gk15(f, a, b)
+            tol = 1e-11 * max(abs(float(est.sum())), 1e-300) / max(len(a), 1)
+            bad = err > tol
+            total += float(est[~bad].sum() + err[~bad].sum())
+            if not bad.any():
+                break
+            m = 0.5 * (a[bad] + b[bad])
+            a, b = np.concatenate((a[bad], m)), np.concatenate((m, b[bad]))
+        else:
+            total += float(est[bad].sum() + err[bad].sum())
+        up += total
+        if top < hi_s:
+            m6 = v[6] + 15.0 * v[4] * v[2] + 10.0 * v[3] ** 2 + 15.0 * v[2] ** 3  # central sixth moment
+            up += m6 / (top - mu) ** 5
+    return 2.0 * up
+
+
+class _Sequence:
+    """One direction: S_Y (the loss under the numerator measure) and S_X (under the other), with the CGF
+    of the numerator side for the Chernoff bounds."""
+
+    def __init__(self, items, direction):
+        self.direction = direction
+        parts = [(m.plrv(direction), c) for m, c in items]
+        for plrv, _ in parts:
+            if plrv.inf_mass > 0 or plrv.dual.atoms()[0][:1].tolist() == [-math.inf]:
+                raise NumericalLimitError(
+                    f"{plrv.mechanism.name} has an infinite privacy loss with positive probability "
+                    f"({direction} direction): its cumulants are infinite, so no Edgeworth expansion exists; "
+                    "use method='fft'")
+        self.parts = parts
+        self.Y = _Side(parts)
+        self.X = _Side([(p.dual, c) for p, c in parts])
+        self.sup = sum(c * p.support[1] for p, c in parts)
+        self._lines = None
+
+    def K(self, tau):
+        """K_Y(tau) of the sum (inf outside the domain), with a quadrature allowance added."""
+        tot = 0.0
+        for plrv, c in self.parts:
+            v = plrv.cgf(tau)
+            if not math.isfinite(v):
+                return math.inf
+            tot += c * v
+        return tot + CGF_SLACK * (1.0 + abs(tot))
+
+    def lines(self):
+        """Chernoff lines (intercept, slope) at the grid tilts t: log P(S_Y >= x) <= K_Y(t) - t x,
+        log P(S_X >= x) <= K_Y(t - 1) - t x, log P(S_Y <= x) <= K_Y(-t) + t x, and the tilted moment bound
+        log delta(x) <= K_Y(t) - t x + t log t - (1 + t) log(1 + t)."""
+        if self._lines is None:
+            t = CHERNOFF_TILTS
+            ky = np.array([self.K(v) for v in t])
+            kx = np.array([self.K(v - 1.0) for v in t])
+            kl = np.array([self.K(-v) for v in t])
+            theta = t * np.log(t) - (1.0 + t) * np.log1p(t)
+            self._lines = {"Y": (ky, -t), "X": (kx, -t), "Ylow": (kl, t), "hs": (ky + theta, -t)}
+        return self._lines
+
+    def chernoff(self, name, x):
+        """min over the grid of the named lines at x (log of a bound; capped at 0)."""
+        a, b = self.lines()[name]
+        ok = np.isfinite(a)
+        if not ok.any():
+            return np.zeros_like(x)
+        with np.errstate(invalid="ignore"):
+            v = np.min(a[ok][None, :] + b[ok][None, :] * x[:, None], axis=1)
+        return np.minimum(v, 0.0)
+
+    def aea(self, eps, order):
+        """(log |delta|, sign) of the AEA of this sequence."""
+        ly, sy = self.Y.signed_log_sf(eps, order)
+        lx, sx = self.X.signed_log_sf(eps, order)
+        ld, sd = _signed_diff(ly, sy, lx + eps, sx)
+        beyond = eps >= self.sup
+        return np.where(beyond, -np.inf, ld), np.where(beyond, 0.0, sd)
+
+    def bounds(self, eps):
+        """EEAI lower and upper delta, with the Chernoff caps (notes.md 3.5, 3.6)."""
+        dy, dx = self.Y.uniform_bound(), self.X.uniform_bound()
+        gy = _from_signed(*self.Y.signed_log_sf(eps, 1))
+        gx = _from_signed(*self.X.signed_log_sf(eps, 1))
+        sy_up = np.minimum.reduce([np.ones_like(eps), gy + dy, np.exp(self.chernoff("Y", eps))])
+        sy_lo = np.maximum.reduce([np.zeros_like(eps), gy - dy, -np.expm1(self.chernoff("Ylow", eps))])
+        sx_lo = np.maximum(gx - dx, 0.0)
+        with np.errstate(divide="ignore", over="ignore"):
+            # in log space: e^eps times a Chernoff bound that underflows (e^-8000) must not become 0
+            log_sx_up = np.minimum(np.log(gx + dx), self.chernoff("X", eps))
+            up = sy_up - np.exp(eps + np.log(sx_lo))
+            lo = sy_lo - np.exp(eps + log_sx_up)
+        up = np.minimum.reduce([up, np.exp(self.chernoff("hs", eps)), np.ones_like(eps)])
+        beyond = eps >= self.sup
+        return np.where(beyond, 0.0, np.maximum(lo, 0.0)), np.where(beyond, 0.0, np.maximum(up, 0.0))
+
+    def eps_ceiling(self, delta):
+        """An epsilon at which the tilted moment bound is <= delta (inf when the CGF is nowhere finite)."""
+        a, b = self.lines()["hs"]
+        ok = np.isfinite(a)
+        cand = (a[ok] - math.log(delta)) / -b[ok] if ok.any() else np.array([math.inf])
+        return float(min(np.min(cand), self.sup))
+
+
+_SEQUENCES = OrderedDict()
+
+
+def _sequences(items):
+    """The two sequences of a composition (a small LRU cache: calibration loops query the same one)."""
+    key = tuple((id(m), c) for m, c in items)
+    hit = _SEQUENCES.get(key)
+    if hit is not None and all(a is m for a, (m, _) in zip(hit[0], items)):
+        _SEQUENCES.move_to_end(key)
+        return hit[1]
+    seqs = [_Sequence(items, d) for d in ("remove", "add")]
+    _SEQUENCES[key] = ([m for m, _ in items], seqs)
+    while len(_SEQUENCES) > _CACHE_SIZE:
+        _SEQUENCES.popitem(last=False)
+    return seqs
+
+
+# --- plain (untilted) answers ------------------------------------------------------------------------------
+def _estimate(seqs, eps, order):
+    """The AEA delta at each eps, max over the sequences (may be negative where the expansion is)."""
+    est = np.full(eps.shape, -np.inf)
+    for s in seqs:
+        est = np.maximum(est, _from_signed(*s.aea(eps, order)))
+    return est
+
+
+def _curves(seqs, eps, order):
+    """(estimate, lower, upper) of delta at each eps, max over the sequences."""
+    lo = np.zeros(eps.shape)
+    up = np.zeros(eps.shape)
+    for s in seqs:
+        l_, u_ = s.bounds(eps)
+        lo, up = np.maximum(lo, l_), np.maximum(up, u_)
+    return _estimate(seqs, eps, order), lo, up
+
+
+def _neighbour(order):
+    """The order the estimate is compared with to judge whether the expansion is in its regime."""
+    return order - 1 if order > 0 else 1
+
+
+def _reliable(a, b):
+    """True when two consecutive orders agree to RELIABLE (relative, in delta)."""
+    return bool(a > 0 and b > 0 and abs(a - b) <= RELIABLE * max(a, b))
+
+
+def _quality(lo, up, value):
+    if lo <= 0.0 and up >= 1.0:
+        return "vacuous"
+    if lo <= 0.0:
+        return "upper only"
+    return "two-sided" if up <= 10.0 * max(value, lo) else "wide"
+
+
+def _plain_details(seqs, order):
+    return {"order": order, "variant": "plain",
+            "uniform_bound": {s.direction: {"Y": s.Y.uniform_bound(), "X": s.X.uniform_bound()} for s in seqs},
+            "note": "estimate: Edgeworth approximation (AEA), no guarantee; bounds: EEAI (first-order expansion "
+                    "+ Derumigny et al.'s uniform bound) capped by Chernoff bounds from the CGF"}
+
+
+def _plain_delta(items, eps, order):
+    seqs = _sequences(items)
+    est, lo, up = _curves(seqs, eps, order)
+    neg = est < 0
+    other = _estimate(seqs, eps, _neighbour(order))
+    est, moved = clamp_into(est, lo, up)
+    details = _plain_details(seqs, order)
+    details["interval"] = [_quality(a, b, v) for a, b, v in zip(lo, up, est)]
+    details["negative_expansion"] = neg.tolist()
+    details["clamped"] = moved.tolist()
+    details["reliable"] = [_reliable(a, b) and not m for a, b, m in zip(est, other, moved)]
+    return EstimateArray(est, lo, up, "edgeworth", True, details)
+
+
+def _clamped_estimate(val, lo, up, details):
+    """An epsilon Estimate with the value moved into its certified interval (then flagged unreliable)."""
+    val, moved = clamp_into(val, lo, up)
+    details["clamped"] = moved
+    details["reliable"] = details["reliable"] and not moved
+    return Estimate(val, lo, up, "edgeworth", True, details)
+
+
+def _last_crossing(f, grid, vals, target):
+    """The largest x with f(x) = target between grid points (f >= target at the left end), or None."""
+    idx = np.nonzero(vals >= target)[0]
+    if idx.size == 0:
+        return None
+    i = int(idx[-1])
+    if i == grid.size - 1:
+        return math.inf
+    return optimize.brentq(lambda e: f(e) - target, grid[i], grid[i + 1], xtol=1e-13, rtol=1e-15)
+
+
+def _plain_epsilon(items, d, order):
+    seqs = _sequences(items)
+    hi = max(s.eps_ceiling(d) for s in seqs)
+    if not math.isfinite(hi):
+        hi = max(s.Y.mean + 40.0 * s.Y.sd for s in seqs)
+    hi = max(hi, 1e-6)
+    grid = np.concatenate((np.linspace(0.0, hi, 401), [hi * 1.5 + 1.0]))
+    est, lo, up = _curves(seqs, grid, order)
+
+    def one(which):
+        return lambda e: float(_curves(seqs, np.array([e]), order)[which][0])
+
+    val = _last_crossing(lambda e: float(_estimate(seqs, np.array([e]), order)[0]), grid, est, d)
+    val = 0.0 if val is None else val
+    # upper: a point where the upper curve is <= d (then the true epsilon is below it)
+    e_up = _last_crossing(one(2), grid, up, d)
+    if e_up is None:
+        e_up = 0.0
+    elif math.isfinite(e_up):
+        for i in range(60):
+            if one(2)(e_up) <= d:
+                break
+            e_up += 1e-12 * (1.0 + e_up) * 2 ** i
+    # lower: the first grid interval where the lower curve drops to <= d; all points below have delta > d
+    below = np.nonzero(lo <= d)[0]
+    if below.size == 0 or below[0] == 0:
+        e_lo = 0.0 if below.size else math.inf
+    else:
+        i = int(below[0])
+        e_lo = optimize.brentq(lambda e: one(1)(e) - d, grid[i - 1], grid[i], xtol=1e-13, rtol=1e-15)
+        while e_lo > 0 and one(1)(e_lo) <= d:
+            e_lo = max(0.0, e_lo - 1e-12 * (1.0 + e_lo))
+    if not math.isfinite(val):
+        val = e_up
+    details = _plain_details(seqs, order)
+    details["reliable"] = _reliable(d, float(_estimate(seqs, np.array([val]), _neighbour(order))[0]))
+    details["interval"] = ("vacuous" if e_lo == 0.0 and not math.isfinite(e_up) else
+                           "upper only" if e_lo == 0.0 else "two-sided")
+    return _clamped_estimate(val, e_lo, e_up, details)
+
+
+# --- tilted Edgeworth --------------------------------------------------------------------------------------
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(16)
+
+
+def _tilted_log_delta(vec, t, eps, order):
+    """log delta of one direction from the order-``order`` Edgeworth density of the t-tilted sum.
+
+    delta = e^{K(t) - t eps} E[theta(L_t - eps)], theta(y) = e^{-t y} (1 - e^{-y})^+, with L_t = K'(t) + s x and
+    x of density phi(x) (1 + sum_j c_j He_j(x)); the integral over y = s(x - c) > 0 is done by Gauss-Legendre on
+    a partition that resolves both the kernel's scale near 0 and the Gaussian's unit scale.  nan when the
+    expansion makes the integral non-positive.
+    """
+    K, K1, K2 = vec[0], vec[1], vec[2]
+    if not (K2 > 0 and np.all(np.isfinite(vec))):
+        return math.nan  # the tilted law is degenerate (the end of a bounded loss's range)
+    s = math.sqrt(K2)
+    c = (eps - K1) / s
+    a = t * s
+    kn = {j: vec[j] / s ** j for j in range(3, 6) if j < len(vec)}
+    coef = _density_coefficients(kn, order)
+    # exponent of the integrand in u = x - c >= 0: -a u - (c + u)^2 / 2, peak at u* = max(0, -(c + a))
+    ustar = max(0.0, -(c + a))
+    e_star = -0.5 * c * c if ustar == 0.0 else 0.5 * a * a + a * c
+    umax = ustar + 12.0
+    small = 1e-6 / (abs(c + a) + s + 1.0)
+    # the kernel's scale near u = 0 (geometric cuts) and the Gaussian's unit scale around its peak u*
+    edges = np.unique(np.concatenate(([0.0], np.geomspace(small, umax, 48),
+                                      np.linspace(max(0.0, ustar - 12.0), umax, 49))))
+    lo, hi = edges[:-1, None], edges[1:, None]
+    u = (0.5 * (hi - lo) * _GL_X[None, :] + 0.5 * (hi + lo)).ravel()
+    w = (0.5 * (hi - lo) * _GL_W[None, :]).ravel()
+    x = c + u
+    poly = np.ones_like(x)
+    if coef:
+        he = _hermite(x, max(coef))
+        for j, cj in coef.items():
+            poly = poly + cj * he[j]
+    f = np.exp(-a * u - 0.5 * x * x - e_star) * -np.expm1(-s * u) * poly
+    total = float(np.dot(w, f))
+    if not total > 0:
+        return math.nan
+    return K - t * eps + e_star - LOG_SQRT_2PI + math.log(total)
+
+
+def _tilted_at(dirn, t, eps, order):
+    vec = np.zeros(6)
+    for plrv, c in dirn.parts:
+        vec += c * np.asarray(plrv.cgf_vector(t, 5), float)
+    return _tilted_log_delta(vec, t, eps, order)
+
+
+def _tilted_delta(items, eps, order):
+    dirs = [spa._Direction(items, d) for d in ("remove", "add")]
+    rows, fell, regimes = [], [], []
+    for e in eps:
+        best = np.full(4, -math.inf)  # log: estimate, lower, upper, neighbouring order's estimate
+        bad, regime = False, True
+        for dirn in dirs:
+            try:
+                t = dirn.saddle(float(e))
+            except spa._ZeroDelta:
+                continue
+            r = dirn.at(t, float(e))
+            vals = []
+            for o in (order, _neighbour(order)):
+                v = _tilted_at(dirn, t, float(e), o)
+                bad = bad or (math.isnan(v) and o == order)
+                vals.append(r["log_clt"] if math.isnan(v) else v)
+            if vals[0] >= best[0]:
+                regime = spa._reliable(r)  # the SPA's own criterion (Daniels term) at the dominant direction
+            best = np.maximum(best, [vals[0], r["log_lower"], r["log_upper"], vals[1]])
+        rows.append(np.minimum(np.exp(best), 1.0))
+        fell.append(bad)
+        regimes.append(regime)
+    val, lo, up, other = np.array(rows).reshape(-1, 4).T
+    details = _tilted_details(order)
+    details["fell_back_to_order_0"] = fell
+    val, moved = clamp_into(val, lo, up)
+    details["clamped"] = moved.tolist()
+    details["reliable"] = [_reliable(a, b) and g and not m for a, b, g, m in zip(val, other, regimes, moved)]
+    return EstimateArray(val, lo, up, "edgeworth", True, details)
+
+
+def _tilted_details(order):
+    return {"order": order, "variant": "tilted",
+            "note": "estimate: Edgeworth expansion of the saddle-point-tilted sum (order 0 = SP-CLT); bounds: the "
+                    "saddle-point accountant's certified ones (Berry-Esseen on the tilted sum)"}
+
+
+def _tilted_epsilon(items, d, order):
+    target = math.log(d)
+    bounds = spa.epsilon(items, d, order=0, variant="clt")
+    best = 0.0
+    for direction in ("remove", "add"):
+        dirn = spa._Direction(items, direction)
+
+        def fn(r, dirn=dirn):
+            v = _tilted_at(dirn, r["t"], r["eps"], order)
+            return r["log_clt"] if math.isnan(v) else v
+
+        if spa.at_zero(dirn, fn, target, False):
+            continue
+        u = spa._solve_t(dirn, target, fn, False)
+        if u is not None:
+            best = max(best, dirn.eps_of(math.exp(u)))
+    details = _tilted_details(order)
+    details["reliable"] = bool(_tilted_delta(items, np.array([best]), order).details["reliable"][0])
+    return _clamped_estimate(best, bounds.lower, bounds.upper, details)
+
+
+# --- the accountant's entry points -------------------------------------------------------------------------
+def _check(order, variant, options):
+    if options:
+        raise ParameterError(f"method 'edgeworth' takes the options order and variant, got {sorted(options)}")
+    if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order not in ORDERS:
+        raise ParameterError(f"order must be an integer in {list(ORDERS)} for method='edgeworth', got {order!r}")
+    if variant not in VARIANTS:
+        raise ParameterError(f"variant must be one of {VARIANTS} for method='edgeworth', got {variant!r}")
+    return int(order)
+
+
+def delta(items, epsilon, order=2, variant="plain", **options):
+    """delta(epsilon): AEA estimate with the EEAI bounds (or the tilted expansion with the SPA's bounds)."""
+    order = _check(order, variant, options)
+    eps = np.atleast_1d(np.asarray(epsilon, float))
+    if variant == "tilted":
+        return _tilted_delta(items, eps, order)
+    return _plain_delta(items, eps, order)
+
+
+def epsilon(items, delta_, order=2, variant="plain", **options):
+    """epsilon(delta): the largest root of the estimate's curve, with bounds from the EEAI curves."""
+    order = _check(order, variant, options)
+    d = check_finite_real("delta", delta_, low=0.0, high=1.0)
+    if variant == "tilted":
+        return _tilted_epsilon(items, d, order)
+    return _plain_epsilon(items, d, order)

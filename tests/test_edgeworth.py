@@ -1,0 +1,320 @@
+"""The Edgeworth accountant (method="edgeworth") against independent references.
+
+References: the mu-GDP closed form (pure Gaussian compositions, where every cumulant above the second
+vanishes and each order is exact); notes.md 3.8 / 8.3 values of an independent second-order AEA and the
+FFT/FA truths; mechkit's FFT bounds; the exact binomial law of composed randomized response; scipy
+quadrature in the Gaussian's own coordinate for the moments; the tail bounds of Theorem 1 and
+Proposition 4.5 of Wang et al. computed from their own formulas.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import integrate, optimize
+from scipy.stats import binom, norm
+
+import mechkit as mk
+from mechkit import edgeworth as ew
+from mechkit.errors import NumericalLimitError, ParameterError
+
+
+def sg(p, sigma):
+    return mk.subsample(mk.gaussian(sigma), p)
+
+
+def test_pure_gaussian_is_exact_at_every_order():
+    # L ~ N(mu^2/2, mu^2) under P: all cumulants above the second vanish, so E_k = Phi for every k
+    mu = math.sqrt(10) / 2.0
+    run = mk.compose((mk.gaussian(2.0), 10))
+    eps = np.array([0.2, 1.0, 3.0, 8.0])
+    truth = np.array([mk.gdp.delta(mu, e) for e in eps])
+    for order in ew.ORDERS:
+        d = run.delta(eps, method="edgeworth", order=order)
+        np.testing.assert_allclose(np.asarray(d), truth, rtol=1e-9, atol=0)
+        assert np.all(d.lower <= truth) and np.all(truth <= d.upper)
+    e = run.epsilon(1e-6, method="edgeworth", order=3)
+    assert float(e) == pytest.approx(mk.gdp.epsilon(mu, 1e-6), rel=1e-9, abs=0)
+
+
+def test_fa_table_1_setting():
+    # notes.md 8.3 (ii): second-order AEA 0.0496009 at V1 (q = 0.01, sigma = 1.5, k = 1e4, eps = 1); truth
+    # 0.04960141031 (FA, converged); the third order lands within 1e-7 of it
+    run = mk.compose((sg(0.01, 1.5), 10_000))
+    truth = 0.04960141031
+    d2 = run.delta(1.0, method="edgeworth", order=2)
+    assert float(d2) == pytest.approx(0.0496009, abs=1e-6)
+    assert abs(float(run.delta(1.0, method="edgeworth", order=3)) - truth) < 1e-7
+    assert d2.lower <= truth <= d2.upper
+    assert d2.details["reliable"][0]
+    errs = [abs(float(run.delta(1.0, method="edgeworth", order=o)) - truth) for o in ew.ORDERS]
+    assert errs[0] > errs[1] > errs[2] > errs[3]
+
+
+@pytest.mark.parametrize("p,sigma,k,delta,aea2,truth", [
+    (0.05, 1.0, 200, 1e-5, 4.894, 4.765919),   # P2 Fig. 2 middle/right (federated learning)
+    (1e-3, 0.8, 1000, 1e-7, 0.360, 0.70371),   # P0 Fig. 1 (AEA unreliable at tiny delta)
+    (1e-3, 0.8, 2000, 1e-7, 0.497, 0.80712),
+])
+def test_notes_8_3_reference_values(p, sigma, k, delta, aea2, truth):
+    e = mk.compose((sg(p, sigma), k)).epsilon(delta, method="edgeworth", order=2)
+    assert float(e) == pytest.approx(aea2, abs=2e-3)
+    assert e.lower <= truth <= e.upper
+    # the estimate misses the truth by > 2% in all three: none of them may be flagged reliable
+    assert e.details["reliable"] is False
+
+
+@pytest.mark.parametrize("k", [1000, 5000])
+def test_fig_2_left_aea_beats_gdp_and_rdp(k):
+    # P2 Fig. 2 left: p = 0.01, sigma = 0.8, delta = 0.015; AEA closer to the FFT truth than GDP and RDP
+    run = mk.compose((sg(0.01, 0.8), k))
+    f = run.epsilon(0.015, eps_error=1e-3)
+    a = run.epsilon(0.015, method="edgeworth")
+    g = run.epsilon(0.015, method="gdp")
+    r = run.epsilon(0.015, method="rdp")
+    err = abs(float(a) - float(f))
+    assert err + (f.upper - f.lower) < abs(float(g) - float(f))
+    assert err + (f.upper - f.lower) < abs(float(r) - float(f))
+    assert a.lower <= f.upper and f.lower <= a.upper
+
+
+def test_fig_3_orders_converge_and_interval_tightens():
+    # P2 Fig. 3 left: delta = 0.1, sigma = 0.8, p = 0.4 / sqrt(m): the guarantee barely moves with m while
+    # every order's error shrinks, the higher orders faster, and the EEAI interval narrows and holds the truth
+    errs, widths = [], []
+    for m in (100, 1000, 10_000, 100_000):
+        run = mk.compose((sg(0.4 / math.sqrt(m), 0.8), m))
+        f = run.epsilon(0.1, eps_error=1e-3 if m < 100_000 else 1e-2)
+        est = [run.epsilon(0.1, method="edgeworth", order=o) for o in ew.ORDERS]
+        errs.append([abs(float(e) - float(f)) for e in est])
+        e1 = est[1]
+        assert e1.lower <= f.upper and f.lower <= e1.upper
+        widths.append(e1.upper - e1.lower)
+    errs = np.array(errs)[:3]  # the m = 1e5 FFT run is too coarse (eps_error 0.01) to rank the orders
+    assert np.all(np.diff(errs[:, 0]) < 0) and np.all(np.diff(errs[:, 1]) < 0)
+    assert errs[2, 0] > 10 * max(errs[2, 1:])
+    assert errs[0, 0] > 3 * errs[2, 0]
+    assert widths[0] > widths[1] > widths[2] > widths[3]
+    # the uniform bound (~0.03 at m = 1e5, K4 ~ 500) is below delta = 0.1 only for large m: two-sided there
+    assert e1.lower > 0 and e1.details["interval"] == "two-sided" and widths[3] < 0.8
+
+
+def rr_exact_delta(e0, k, eps):
+    # composed randomized response: loss (2j - k) e0 with j ~ Binomial(k, e^e0 / (1 + e^e0)) under P
+    j = np.arange(k + 1)
+    w = binom.pmf(j, k, math.exp(e0) / (1 + math.exp(e0)))
+    loss = (2 * j - k) * e0
+    return np.array([np.sum(w * -np.expm1(np.minimum(e - loss, 0.0))) for e in np.atleast_1d(eps)])
+
+
+def test_exact_randomized_response_lattice():
+    # a lattice variable: no continuity assumption may be made by the uniform bound
+    e0, k = 0.3, 50
+    run = mk.compose((mk.randomized_response(e0), k))
+    eps = np.array([0.25, 0.5, 1.0, 2.0, 4.0])
+    truth = rr_exact_delta(e0, k, eps)
+    d = run.delta(eps, method="edgeworth")
+    assert np.all(d.lower <= truth) and np.all(truth <= d.upper)
+    np.testing.assert_allclose(np.asarray(d)[:3], truth[:3], rtol=0.02, atol=0)
+    assert run.delta(k * e0, method="edgeworth") == 0.0  # at the top of the support: exactly 0
+
+
+@settings(max_examples=25, deadline=None)
+@given(e0=st.floats(0.01, 1.0), k=st.integers(1, 3000), eps=st.floats(0.0, 10.0), order=st.sampled_from(ew.ORDERS))
+def test_random_randomized_response_bounds_hold_exactly(e0, k, eps, order):
+    truth = float(rr_exact_delta(e0, k, eps)[0])
+    d = mk.compose((mk.randomized_response(e0), k)).delta(eps, method="edgeworth", order=order)
+    assert d.lower <= truth * (1 + 1e-9) + 1e-300 and truth <= d.upper * (1 + 1e-9) + 1e-300
+    assert 0.0 <= d.lower <= float(d) <= d.upper <= 1.0
+
+
+@settings(max_examples=25, deadline=None)
+@given(mu=st.floats(0.05, 3.0), k=st.integers(1, 10_000), logd=st.floats(-30.0, -1.0))
+def test_random_gaussian_epsilon_bounds_hold_exactly(mu, k, logd):
+    run = mk.compose((mk.gaussian(math.sqrt(k) / mu), k))  # mu-GDP overall
+    truth = mk.gdp.epsilon(mu, 10.0 ** logd)
+    e = run.epsilon(10.0 ** logd, method="edgeworth")
+    assert e.lower <= truth * (1 + 1e-9) + 1e-12 and truth <= e.upper * (1 + 1e-9) + 1e-12
+    assert float(e) == pytest.approx(truth, rel=1e-6, abs=1e-9)
+
+
+def test_tilted_order_0_is_the_spa_sp_clt():
+    run = mk.compose((sg(0.02, 1.0), 2000))
+    eps = np.array([0.5, 1.5, 3.0])
+    t0 = run.delta(eps, method="edgeworth", variant="tilted", order=0)
+    clt = run.delta(eps, method="spa", variant="clt")
+    np.testing.assert_allclose(np.asarray(t0), np.asarray(clt), rtol=1e-8, atol=0)
+    np.testing.assert_allclose(t0.upper, clt.upper, rtol=1e-12, atol=0)
+
+
+def test_tilted_beats_plain_where_the_plain_expansion_is_skewed():
+    # federated-learning setting of P2 Fig. 2: truth 4.765919 (FA); plain AEA-2 4.894, tilted within 5e-4
+    run = mk.compose((sg(0.05, 1.0), 200))
+    truth = 4.765919
+    plain = run.epsilon(1e-5, method="edgeworth", order=2)
+    for order in (1, 2, 3):
+        tilted = run.epsilon(1e-5, method="edgeworth", order=order, variant="tilted")
+        assert abs(float(tilted) - truth) < 5e-4
+        assert abs(float(tilted) - truth) < abs(float(plain) - truth) / 100
+        assert tilted.lower <= truth <= tilted.upper
+        assert tilted.details["reliable"] is True
+    # p k = 1: no expansion is in its regime, and both variants say so
+    skew = mk.compose((sg(1e-3, 0.8), 1000))
+    assert skew.epsilon(1e-7, method="edgeworth", variant="tilted").details["reliable"] is False
+
+
+@settings(max_examples=12, deadline=None)
+@given(p=st.floats(0.005, 0.3), sigma=st.floats(0.6, 2.5), k=st.integers(2, 3000), eps=st.floats(0.05, 4.0))
+def test_random_intervals_contain_the_fft_truth(p, sigma, k, eps):
+    run = mk.compose((sg(p, sigma), k))
+    f = run.delta(eps, eps_error=5e-3, delta_error=1e-10)
+    d = run.delta(eps, method="edgeworth")
+    assert d.lower <= f.upper and f.lower <= d.upper
+    assert 0.0 <= d.lower <= float(d) <= d.upper <= 1.0
+
+
+def test_heterogeneous_composition_against_fft():
+    run = mk.compose((sg(0.02, 1.0), 800), (mk.subsample(mk.laplace(2.0), 0.05), 300), (mk.gaussian(20.0), 50))
+    f = run.delta([0.5, 1.0, 2.0], eps_error=1e-3)
+    d = run.delta([0.5, 1.0, 2.0], method="edgeworth", order=3)
+    assert np.all(d.lower <= f.upper) and np.all(f.lower <= d.upper)
+    np.testing.assert_allclose(np.asarray(d), np.asarray(f), rtol=0.02, atol=0)
+    e = run.epsilon(1e-3, method="edgeworth", order=3)
+    fe = run.epsilon(1e-3, eps_error=1e-3)
+    assert e.lower <= fe.upper and fe.lower <= e.upper
+    assert float(e) == pytest.approx(float(fe), abs=0.01)
+
+
+# --- the ingredients --------------------------------------------------------------------------------------
+def _sg_loss(z, p, mu):
+    return np.log1p(p * np.expm1(mu * z - mu * mu / 2))
+
+
+@pytest.mark.filterwarnings("ignore::scipy.integrate.IntegrationWarning")  # the reference's own round-off note
+@pytest.mark.parametrize("p,sigma", [(0.01, 1.5), (0.2, 0.7)])
+def test_moments_against_quadrature_in_the_gaussian_coordinate(p, sigma):
+    # X = f(Z), Z ~ N(0, 1) (the dual, sequence 1 of Lemma 3.3); Y = f(Z) with Z ~ (1-p) N(0,1) + p N(mu, 1)
+    mu = 1.0 / sigma
+    seq = ew._Sequence([(sg(p, sigma), 1)], "remove")
+
+    def moment(h, shift_weight, kink=None):
+        def dens(z):
+            return (1 - shift_weight) * norm.pdf(z) + shift_weight * norm.pdf(z - mu)
+        pts = sorted({-40.0, 0.0, mu, 40.0} | ({kink} if kink is not None else set()))
+        return sum(integrate.quad(lambda z: h(_sg_loss(z, p, mu)) * dens(z), a, b, limit=400, epsabs=0,
+                                  epsrel=1e-11)[0] for a, b in zip(pts[:-1], pts[1:]))
+
+    for side, wgt in ((seq.X, 0.0), (seq.Y, p)):
+        m1 = moment(lambda x: x, wgt)
+        var = moment(lambda x: (x - m1) ** 2, wgt)
+        k3 = moment(lambda x: (x - m1) ** 3, wgt)
+        assert side.mean == pytest.approx(m1, rel=1e-8, abs=0)
+        assert side.sd ** 2 == pytest.approx(var, rel=1e-8, abs=0)
+        assert float(side.kappa[2]) == pytest.approx(k3, rel=1e-6, abs=0)
+        plrv = seq.parts[0][0] if side is seq.Y else seq.parts[0][0].dual
+        z0 = optimize.brentq(lambda z: _sg_loss(z, p, mu) - m1, -40, 40, xtol=1e-14)  # the kink of |x - m1|
+        mad = moment(lambda x: abs(x - m1), wgt, z0)
+        assert ew._mean_abs_dev(plrv, m1) == pytest.approx(mad, rel=1e-7, abs=0)
+
+
+def test_chernoff_bounds_are_valid_and_at_least_as_tight_as_prop_4_5():
+    # subsampled Laplace (unit scale, mu = 1): Hoeffding bound of Proposition 4.5 on both X sequences
+    p, m = 0.1, 400
+    run = [(mk.subsample(mk.laplace(1.0), p), m)]
+    tau = math.log(1 - p + p * math.e) - math.log(1 - p + p / math.e)
+    seqs = [ew._Sequence(run, d) for d in ("remove", "add")]
+    eta = -max(s.X.mean for s in seqs) / m
+    assert eta > 0
+    x = np.linspace(0.5, 6.0, 12)
+    prop45 = -2 * (x + m * eta) ** 2 / (m * tau ** 2)
+    for s in seqs:
+        ours = s.chernoff("X", x)
+        assert np.all(ours <= prop45 + 1e-12)
+        assert np.all(ours < prop45 - 0.1)  # strictly tighter here
+    # validity on an exact law: a Gaussian sum, X ~ N(-k mu^2/2, k mu^2)
+    g = ew._Sequence([(mk.gaussian(1.0), 30)], "remove")
+    xs = np.linspace(-10, 40, 26)
+    assert np.all(g.chernoff("X", xs) >= norm.logsf(xs, -15.0, math.sqrt(30)) - 1e-9)
+    assert np.all(g.chernoff("Y", xs) >= norm.logsf(xs, 15.0, math.sqrt(30)) - 1e-9)
+    assert np.all(g.chernoff("Ylow", xs) >= norm.logcdf(xs, 15.0, math.sqrt(30)) - 1e-9)
+
+
+def test_chernoff_is_at_least_as_tight_as_theorem_1():
+    # Theorem 1 (subsampled Gaussian, sequence 1), with the dominating variable of the authors' construction:
+    # X~ = X for Z < a, mu Z - mu^2/2 + D(a) above, a chosen so that E X~ = E X / 2 < 0.  The garbled third
+    # term of tau^2 is left out: it can only enlarge the bound, so this reference is at least as tight.
+    p, sigma, m = 0.05, 1.0, 500
+    mu = 1.0 / sigma
+    seq = ew._Sequence([(sg(p, sigma), m)], "remove")
+    ex = seq.X.mean / m
+
+    def ex_tilde(a):
+        d = _sg_loss(a, p, mu) - (mu * a - mu * mu / 2)
+        lo = integrate.quad(lambda z: _sg_loss(z, p, mu) * norm.pdf(z), -40, a, epsabs=0, epsrel=1e-12)[0]
+        hi = integrate.quad(lambda z: (mu * z - mu * mu / 2 + d) * norm.pdf(z), a, 40, epsabs=0, epsrel=1e-12)[0]
+        return lo + hi
+
+    a = optimize.brentq(lambda a: ex_tilde(a) - ex / 2, 0.0, 30.0)
+    eta = -ex_tilde(a)
+    a_plus = norm.pdf(a) / norm.sf(a)
+    tau2 = max((_sg_loss(a, p, mu) + mu * (a_plus - a) - math.log(1 - p)) ** 2 / 4, mu * mu)
+    x = np.linspace(1.0, 30.0, 15)
+    thm1 = math.log(2) - (x + m * eta) ** 2 / (8 * m * tau2)
+    assert np.all(seq.chernoff("X", x) <= thm1)
+
+
+def test_large_epsilon_interval_stays_useful():
+    # a uniform error times e^eps is useless at large eps; the Chernoff caps keep the upper bound within a
+    # small factor of the truth (SPA's certified bracket as reference)
+    run = mk.compose((sg(0.01, 1.0), 1000))
+    for eps in (2.0, 3.0, 5.0):
+        d = run.delta(eps, method="edgeworth")
+        s = run.delta(eps, method="spa")
+        assert d.upper >= s.lower
+        assert d.upper < 100 * float(s)
+        assert d.details["interval"][0] == "upper only"
+
+
+@pytest.mark.parametrize("d", [0.5, 0.99, 1e-5])
+def test_huge_k_intervals_agree_with_the_spa(d):
+    # k = 1e8 (epsilon ~ 8000): e^eps times a Chernoff bound of order e^-8000 must not underflow to 0 in the
+    # lower bound (it did: the lower bound then exceeded the truth); both accountants' certified intervals
+    # must intersect, and the estimates lie inside their own intervals
+    run = mk.compose((sg(0.01, 1.0), 10 ** 8))
+    e = run.epsilon(d, method="edgeworth")
+    s = run.epsilon(d, method="spa", variant="clt")
+    assert e.lower <= s.upper and s.lower <= e.upper
+    for r in (e, s, run.epsilon(d, method="spa"), run.epsilon(d, method="edgeworth", variant="tilted")):
+        assert r.lower <= float(r) <= r.upper
+    dd = run.delta(float(s), method="edgeworth")
+    ds = run.delta(float(s), method="spa")
+    assert dd.lower <= ds.upper and ds.lower <= dd.upper
+
+
+def test_vacuous_interval_is_reported():
+    run = mk.compose((sg(0.5, 1.0), 1))
+    d = run.delta(0.5, method="edgeworth")
+    assert d.lower == 0.0 and d.details["interval"][0] in ("vacuous", "upper only")
+    e = run.epsilon(1e-9, method="edgeworth")
+    assert e.lower == 0.0 and e.details["interval"] != "two-sided"
+
+
+def test_bad_input_and_unsupported_mechanisms():
+    run = mk.compose((sg(0.01, 1.0), 100))
+    for kw, word in (({"order": 4}, "order"), ({"order": True}, "order"), ({"order": 1.5}, "order"),
+                     ({"variant": "msd"}, "variant"), ({"eps_error": 0.1}, "eps_error")):
+        with pytest.raises(ParameterError, match=word):
+            run.delta(1.0, method="edgeworth", **kw)
+    with pytest.raises(ParameterError, match="delta"):
+        run.epsilon(1.5, method="edgeworth")
+    with pytest.raises(ParameterError, match="epsilon"):
+        run.delta(-1.0, method="edgeworth")
+    before = float(run.delta(1.0, method="edgeworth"))
+    assert float(run.delta(1.0, method="edgeworth")) == before  # failed calls left no state behind
+    from test_fft import approx_dp_pair
+    m = approx_dp_pair()(eps0=0.5, delta0=1e-6)
+    with pytest.raises(NumericalLimitError, match="fft"):
+        mk.compose((m, 10)).delta(1.0, method="edgeworth")
