@@ -314,11 +314,15 @@ def atom_tails(values, below, above, ss, split, closed, prob, out):
 @njit(f8(KT, types.int64, f8, f8, types.boolean, types.boolean, A1), cache=True, error_model="numpy",
       inline="always")
 def _beyond(k, mode, gend, x, right, prob, theta):
-    """Mass of (x, b) (right) or (a, x) on a piece: mode 0, k is its closed-form log tail; mode 1, k is the
-    antiderivative G with value gend at that end.  nan where there is none, or where G's difference is not
-    positive, not finite, or below 1e-3 of the values (cancellation): the caller integrates those."""
+    """Mass of (x, b) (right) or (a, x) on a piece: mode 0, k is its closed-form log tail (mode 3: the tail
+    itself, used for probabilities); mode 1, k is the antiderivative G with value gend at that end.  nan where
+    there is none, or where G's difference is not positive, not finite, or below 1e-3 of the values
+    (cancellation): the caller integrates those."""
     if mode == 0:
         return _scale(k(x, theta), prob)
+    if mode == 3:  # k is the tail probability itself
+        v = k(x, theta)
+        return v if prob else math.log(v)
     if mode == 1:
         g = k(x, theta)
         d = (gend - g) if right else (g - gend)

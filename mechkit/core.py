@@ -228,7 +228,7 @@ class ContinuousCore(Law):
                     d = pc.Lb - pc.La
                 pc.inc = d > 0
             pc.inv = None
-            pc.beyond = [None, None]
+            pc.beyond = {}
             pc.logmass = [self._piece_logmass(pc, m) for m in (0, 1)]
             if not pc.flat:
                 pc.inv = self._pick_inverse(pc)
@@ -329,29 +329,49 @@ class ContinuousCore(Law):
             return s
         return N.checked_inverse_many(*self._inverse(pc), s, pc.a, pc.b, pc.inc, 1e-9, self.theta)
 
-    def _beyond_kernels(self, pc, m):
+    def _beyond_kernels(self, pc, m, prob):
         """How the engine gets the P_m-mass left of x, then right of x, on the piece (``_numerics._beyond``):
-        (the closed-form log tail, 0, -) towards an infinite end; else, on a finite piece, (the antiderivative,
-        1, its value at that end); else (-, 2, -): no closed form, the mass is integrated."""
+        (the closed-form log tail, 0, -) towards an infinite end, or for probabilities (``prob``) the tail
+        itself (3) where it agrees with the log form (no log/exp round trip); else, on a finite piece, (the
+        antiderivative, 1, its value at that end); else (-, 2, -): no closed form, the mass is integrated."""
         tag = "p" if m == 0 else "q"
         G = pc.v["G" + tag]
         out = []
-        for end, tail in ((pc.a, pc.v["logFl" + tag]), (pc.b, pc.v["logSr" + tag])):
+        for end, name in ((pc.a, "Fl"), (pc.b, "Sr")):
+            tail = pc.v["log" + name + tag]
             if np.isinf(end) and tail is not None:
-                out.append((self._k(tail), 0, 0.0))
+                plain = pc.v.get(name + tag)
+                if prob and plain is not None and self._plain_tail_agrees(pc, plain, tail):
+                    out.append((self._k(plain), 3, 0.0))
+                else:
+                    out.append((self._k(tail), 0, 0.0))
             elif G is not None and np.isfinite(pc.a) and np.isfinite(pc.b):
                 out.append((self._k(G), 1, self._f(G, end)))
             else:
                 out.append((self._k(pc.v["L"]), 2, 0.0))
         return out
 
+    def _plain_tail_agrees(self, pc, plain, tail):
+        """The tail probability kernel matches exp(log-tail kernel) to 1e-13 wherever the tail is a normal
+        double, on points spread over the piece (the plain form could cancel where the log form does not)."""
+        lo, hi = (pc.a, pc.b)
+        mid = self._sample_point(lo, hi)
+        steps = np.geomspace(1e-3, 1e3, 25) * max(1.0, abs(mid))
+        xs = np.concatenate((mid - steps, [mid], mid + steps))
+        xs = xs[(xs > lo) & (xs < hi)]
+        with np.errstate(all="ignore"):
+            ref = np.exp(self._vec(tail, xs))
+            val = self._vec(plain, xs)
+        ok = (ref > 1e-300) & (ref <= 1.0)
+        return bool(ok.sum() >= 5 and np.all(np.abs(val[ok] - ref[ok]) <= 1e-13 * ref[ok]))
+
     def _piece_tails(self, pc, m, s, split, closed, prob, acc):
         """Add the piece's P_m-mass on the evaluated side of each s_i (``Law.tails``) to acc: one
         compiled pass (inverse, check, closed-form mass); where the closed form fails or is missing, the mass
         from x_s to the piece end is integrated (short intervals by Gauss-Legendre, else adaptively)."""
-        if pc.beyond[m] is None:
-            pc.beyond[m] = self._beyond_kernels(pc, m)
-        (kl, ml, gl), (kr, mr, gr) = pc.beyond[m]
+        if (m, prob) not in pc.beyond:
+            pc.beyond[(m, prob)] = self._beyond_kernels(pc, m, prob)
+        (kl, ml, gl), (kr, mr, gr) = pc.beyond[(m, prob)]
         xs, pending, right = np.empty(s.size), np.empty(s.size, np.int64), np.empty(s.size, np.bool_)
         k = N.piece_tails(*self._inverse(pc), kl, ml, gl, kr, mr, gr, s, pc.a, pc.b, pc.inc, min(pc.La, pc.Lb),
                           max(pc.La, pc.Lb), pc.logmass[m], 1e-9, split, closed, prob, self.theta, acc, xs, pending,
