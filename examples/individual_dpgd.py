@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from _common import logistic_data, show
 from mechkit import individual as ind
 
 N, D = 2000, 10
@@ -26,12 +27,7 @@ T_MAX = 200        # steps we are willing to run with the individual filter
 LR = 2.0
 DELTA = 1e-5
 
-rng = np.random.default_rng(0)
-X = rng.normal(size=(N, D)) * rng.lognormal(0.0, 0.5, size=(N, 1))    # heterogeneous norms
-w_true = rng.normal(size=D)
-y = (rng.random(N) < 1.0 / (1.0 + np.exp(-X @ w_true))).astype(float)
-X_test = rng.normal(size=(N, D)) * rng.lognormal(0.0, 0.5, size=(N, 1))
-y_test = (rng.random(N) < 1.0 / (1.0 + np.exp(-X_test @ w_true))).astype(float)
+X, y, X_test, y_test, w_true = logistic_data(N, D)
 
 
 def clipped_grads(w):
@@ -84,27 +80,4 @@ print(f"examples that used their whole budget: {np.count_nonzero(stopped > 0)} o
 print(f"individual epsilon: min {eps.min():.4f}, median {np.median(eps):.4f}, max {eps.max():.4f} "
       f"(guarantee for everyone: {filt.budget_epsilon(DELTA):.4f})")
 
-print("\nhistogram of individual epsilons (delta = 1e-5):")
-counts, edges = np.histogram(eps, bins=12, range=(0.0, eps_worst * (1 + 1e-9)))
-width = 50 / max(counts.max(), 1)
-for c, lo, hi in zip(counts, edges[:-1], edges[1:]):
-    print(f"  [{lo:5.3f}, {hi:5.3f})  {c:5d}  {'#' * int(round(c * width))}")
-
-try:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-except ImportError:
-    print("\n(matplotlib not installed: no PNG written)")
-else:
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.hist(eps, bins=40)
-    ax.axvline(eps_worst, color="k", ls="--", label="worst case")
-    ax.set_xlabel(r"individual $\varepsilon$ ($\delta = 10^{-5}$)")
-    ax.set_ylabel("examples")
-    ax.legend()
-    fig.tight_layout()
-    out = Path(__file__).with_name("individual_dpgd.png")
-    fig.savefig(out, dpi=120)
-    print(f"\nhistogram written to {out}")
+show(eps, eps_worst, "individual_dpgd.png", r"individual $\varepsilon$ ($\delta = 10^{-5}$)", delta=DELTA)

@@ -6,13 +6,14 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from . import gdp, individual, rdp
+from . import gdp, individual, individual_pld, rdp
 from .composition import Composition, compose
 from .estimate import Estimate, EstimateArray
 from .errors import (DerivationError, MechkitError, NumericalLimitError, ParameterError,
                      SpecificationError)
 from .family import PLRV, Family, Mechanism
 from .individual import AdaptiveGDPFilter, GDPFilter, GDPOdometer, RDPFilter, StateFileError
+from .individual_pld import IndividualPLDAccountant
 from .transforms import subsample, subsampled_family
 
 __version__ = "0.1.0"
@@ -67,4 +68,5 @@ def discrete_gaussian(sigma, sensitivity=1):
 __all__ = ["compose", "Composition", "Estimate", "EstimateArray", "rdp", "Family", "Mechanism", "PLRV", "subsample", "subsampled_family", "gdp", "catalog", "gaussian",
            "laplace", "randomized_response", "discrete_laplace", "discrete_gaussian", "MechkitError",
            "SpecificationError", "ParameterError", "DerivationError", "NumericalLimitError", "individual",
-           "GDPFilter", "AdaptiveGDPFilter", "GDPOdometer", "RDPFilter", "StateFileError"]
+           "GDPFilter", "AdaptiveGDPFilter", "GDPOdometer", "RDPFilter", "StateFileError", "individual_pld",
+           "IndividualPLDAccountant"]

@@ -387,16 +387,10 @@ def load(path):
 
 # ---------------------------------------------------------------------------------------------- accountants
 
-class _Accountant:
-    """Per-example spent sum of mu^2 for N examples; conversions, save/load."""
+class _Persistent:
+    """N examples and a step count, saved and restored atomically in a checksummed file (``save``/``load``)."""
 
     _kind = None
-    _array_names = ("spent_sq",)
-
-    def _init_state(self, n):
-        self._n = n
-        self._spent = np.zeros(n)
-        self._steps = 0
 
     # ----- views
     @property
@@ -408,38 +402,9 @@ class _Accountant:
         """Number of ``step`` calls so far."""
         return self._steps
 
-    @property
-    def spent_sq(self):
-        """Per-example spent sum_j (mu_j^(i))^2 (a copy)."""
-        return self._spent.copy()
-
-    @property
-    def spent_mu(self):
-        """Per-example GDP parameter of the privacy spent so far, sqrt(sum_j (mu_j^(i))^2)."""
-        return np.sqrt(self._spent)
-
-    def _report_mu(self):
-        return np.sqrt(self._spent)
-
-    def epsilon(self, delta):
-        """Per-example epsilon(delta) of the privacy spent so far (exact mu-GDP curve), shape (N,)."""
-        d = _check_delta(delta)
-        return _unique_apply(self._report_mu(), lambda u: _gdp_eps_unique(u, d))
-
-    def delta(self, epsilon):
-        """Per-example delta(epsilon) of the privacy spent so far (exact mu-GDP curve), shape (N,)."""
-        return delta_from_mu(self._report_mu(), epsilon)
-
-    # ----- validation shared by the subclasses
-    def _check_step(self, mu):
-        return _check_array("mu", mu, length=self._n)
-
     # ----- persistence
     def _params(self):
         return {}
-
-    def _arrays(self):
-        return {"spent_sq": self._spent, "steps": np.array(self._steps, dtype=np.int64)}
 
     def save(self, path):
         """Write the state to ``path`` atomically (temp file in the same directory, fsync, os.replace)."""
@@ -471,17 +436,20 @@ class _Accountant:
                 params[k] = float.fromhex(v) if k not in cls._raw_params else v
         except (TypeError, ValueError) as exc:
             raise bad(f"unreadable parameters ({exc})") from None
-        need = {"spent_sq": (np.float64, (n,)), "steps": (np.int64, ())}
-        need.update(cls._extra_arrays(n))
-        for name, (dtype, shape) in need.items():
+        try:
+            need = cls._array_specs(n, params)
+        except MechkitError as exc:
+            raise bad(f"inconsistent parameters ({exc})") from None
+        for name, (dtypes, shape) in need.items():
             a = arrays.get(name)
             if a is None:
                 raise bad(f"the {name!r} array is missing")
-            if a.dtype != dtype or a.shape != shape:
-                raise bad(f"the {name!r} array has dtype {a.dtype} and shape {a.shape}, expected {np.dtype(dtype)} "
-                          f"and {shape}")
-        spent = arrays["spent_sq"]
-        if not np.all(np.isfinite(spent)) or np.any(spent < 0):
+            dtypes = tuple(np.dtype(t) for t in (dtypes if isinstance(dtypes, tuple) else (dtypes,)))
+            if a.dtype not in dtypes or a.shape != shape:
+                raise bad(f"the {name!r} array has dtype {a.dtype} and shape {a.shape}, expected "
+                          f"{' or '.join(str(t) for t in dtypes)} and {shape}")
+        spent = arrays.get("spent_sq")
+        if spent is not None and (not np.all(np.isfinite(spent)) or np.any(spent < 0)):
             raise bad("spent_sq holds negative or non-finite values")
         try:
             obj = cls._restore(n, params, arrays)
@@ -490,6 +458,58 @@ class _Accountant:
         return obj
 
     _raw_params = ()
+
+    @classmethod
+    def _array_specs(cls, n, params):
+        """{name: (dtype or tuple of dtypes, shape)} of the arrays a state file of this kind must hold."""
+        raise NotImplementedError
+
+
+class _Accountant(_Persistent):
+    """Per-example spent sum of mu^2 for N examples; conversions."""
+
+    _array_names = ("spent_sq",)
+
+    def _init_state(self, n):
+        self._n = n
+        self._spent = np.zeros(n)
+        self._steps = 0
+
+    # ----- views
+    @property
+    def spent_sq(self):
+        """Per-example spent sum_j (mu_j^(i))^2 (a copy)."""
+        return self._spent.copy()
+
+    @property
+    def spent_mu(self):
+        """Per-example GDP parameter of the privacy spent so far, sqrt(sum_j (mu_j^(i))^2)."""
+        return np.sqrt(self._spent)
+
+    def _report_mu(self):
+        return np.sqrt(self._spent)
+
+    def epsilon(self, delta):
+        """Per-example epsilon(delta) of the privacy spent so far (exact mu-GDP curve), shape (N,)."""
+        d = _check_delta(delta)
+        return _unique_apply(self._report_mu(), lambda u: _gdp_eps_unique(u, d))
+
+    def delta(self, epsilon):
+        """Per-example delta(epsilon) of the privacy spent so far (exact mu-GDP curve), shape (N,)."""
+        return delta_from_mu(self._report_mu(), epsilon)
+
+    # ----- validation shared by the subclasses
+    def _check_step(self, mu):
+        return _check_array("mu", mu, length=self._n)
+
+    def _arrays(self):
+        return {"spent_sq": self._spent, "steps": np.array(self._steps, dtype=np.int64)}
+
+    @classmethod
+    def _array_specs(cls, n, params):
+        need = {"spent_sq": (np.float64, (n,)), "steps": (np.int64, ())}
+        need.update(cls._extra_arrays(n))
+        return need
 
     @classmethod
     def _extra_arrays(cls, n):

@@ -10,7 +10,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("script,expect", [("custom_mechanism.py", "privacy loss"), ("individual_dpgd.py", "epsilon")])
+@pytest.mark.parametrize("script,expect", [("custom_mechanism.py", "privacy loss"), ("individual_dpgd.py", "epsilon"),
+                                           ("individual_dpsgd.py", "individual epsilon")])
 def test_example_runs(script, expect, tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
     env.setdefault("MECHKIT_CACHE_DIR", str(ROOT / ".mechkit-cache"))

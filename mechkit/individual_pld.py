@@ -1,0 +1,875 @@
+"""Individual PLD accounting for Poisson-subsampled DP-SGD (Koskela, Tobaben, Honkela, Section 5 and Appendix D;
+notes.md 4.6-4.7).
+
+**What is accounted.**  DP-SGD step j samples every example with probability q (Poisson), clips the sampled
+per-example gradients at C and releases their sum plus N(0, (z C)^2 I).  For example i with gradient norm n_ij the
+step is dominated by the pair of Appendix D.3, which is exactly ``mk.subsample(mk.gaussian(sigma_ij), q)`` with the
+effective noise ``sigma_ij = z C / min(n_ij, C)`` (>= z; a norm of 0 is no release about i at all).  Example i's
+privacy after T steps is that of the heterogeneous composition of its own per-step pairs (Theorem 4 / Cor. 7).
+
+**Buckets (App. D.2).**  Each sigma_ij is rounded *down* to a geometric grid ``sigma_b = z r^b``, b = 0..B-1
+(``sigma_ratio`` r, B = 1 + ceil(log(max_sigma_factor) / log r)); sigmas above the last grid point go to the last
+bucket.  Less noise is a dominating pair of more noise (data processing, App. D Theorem 2), so the bucketed
+composition dominates the example's true one: every bound reported here holds for the example.  What it costs: each
+step's sensitivity is overstated by a factor < r (at most r - 1 relative, e.g. 5% for r = 1.05), and a step with
+sigma above ``max_sigma_factor * z`` (norm below C / max_sigma_factor) is charged as that sigma.  An example at the
+clip bound is in bucket 0, sigma = z: exactly the worst case.  The state is one row of bucket counts per example
+(uint16, uint32 after 65535 steps).  A geometric grid bounds the *relative* overstatement of every step uniformly;
+the paper's linear grid in sigma (or one in the sensitivity) bounds it only absolutely, which inflates the small
+individual epsilons most (measured in ``benchmarks/individual.py``).
+
+**Composition on one grid (fft.py).**  The grid is the FFT composer's (Theorem 5.5 mesh for the largest number of
+steps, Remark 5.6 domain for the worst-case composition, which dominates every example's), on a circle of N = 2^p
+points; each bucket's pair is discretised once per direction (``fft.discretise``, mean-preserving).  Example i's
+composed pmf has the spectrum ``prod_b X_b^(k_ib)``, computed as ``exp(counts @ log X)`` for the distinct rows of
+counts only (``np.unique``).  Two reductions make a row cost O(B J) with J ~ 20-500 instead of O(B N):
+
+* *zoom*: a Chernoff bound from the exact cumulant generating functions of the discretised buckets
+  (``sum_b k_b Khat_b(t) - t x``) gives a window of cells outside which the row's pmf has mass <= tau on each side;
+  the pmf wrapped onto a circle of N / s >= window cells (s a power of 2) has the spectrum ``X(s j)`` (aliasing),
+  and differs from the full circle's composition by <= 4 tau;
+* *band limit*: the composed spectrum decays like a Gaussian's; frequencies j >= J are dropped when the suffix
+  maxima of |X_b| bound what they contribute to any delta by tau.
+
+delta(epsilon) is the Plancherel inner product of App. D Lemma 1 with the hockey-stick weights, whose DFT is a
+geometric series in closed form: for each row two small inverse FFTs (of the band-limited spectrum divided by
+``1 - zeta^j`` and ``1 - e^-h zeta^j``) give the suffix sums ``A(r) = sum_{r' >= r} p_r'`` and
+``B(r) = sum_{r' >= r} e^-(r'-r+1)h p_r'`` at every (N'/N_c)-th cell (N_c >= 8 J), which is the exact discrete curve
+there; single cells are evaluated by the same sums directly.  epsilon(delta) is bracketed on that table, its cell
+found by interpolation in log delta (safeguarded by bisection) and inverted exactly inside the cell (as
+``fft.DiscreteCurve``).  Measured (``benchmarks/individual.py``, 1000 steps): 0.08 ms per distinct row against
+130-160 ms for an inverse FFT of size N = 262144 per row (the other way App. D allows), with the same epsilons to
+1e-10.
+
+**Bounds.**  As ``mk.compose(...).epsilon(delta)``: Theorem 5.5 gives ``delta(eps) <= delta~(eps - eps_error) +
+delta_error`` and ``>= delta~(eps + eps_error) - delta_error``; each row adds its own allowance: floating-point
+error of the spectra and sums (the first-order model of ``fft._Amplification``, per frequency), the dropped band,
+the wrapped tails and the finite mass the discretisation dropped.  ``lower`` bounds the bucketed composition, not
+the example (bucketing only ever overstates); ``upper`` is a certified upper bound for the example itself.
+
+**The approximative filter (Section 5).**  ``fitted_mu()``: per example the smallest mu such that the mu-GDP curve
+lies above its certified upper curve, (5.1).  It is computed in closed form from the trade-off function: each point
+(eps, delta_up) of the upper curve gives the line ``f(a) >= 1 - delta_up - e^eps a`` (and its mirror image), the
+lines of the tabulated points bound the trade-off function from below (valid because delta_up bounds the true delta
+from above), and mu-GDP's convex ``Phi(Phi^-1(1 - a) - mu)`` lies below such a piecewise-linear function iff it does
+at its vertices and where it meets the diagonal: mu = max of ``Phi^-1(1 - a) - Phi^-1(f)`` there.  So the mu-GDP
+curve dominates every privacy curve consistent with the bounds, the example's true one included; just above eps = 0
+it may lie below the raw upper curve, which there is delta~ shifted by eps_error and not itself a privacy curve.
+The check covers eps from 0 to where the upper curve falls to ``fit_delta_min`` (default 1000 delta_error): below
+that delta the numerical bounds certify nothing, which is one reason this filter is *approximative* and not a
+certified GDP filter; the fit is conservative by about 1% in mu against a pointwise check (its vertices compare at
+equal type-I error, not at equal eps), and it is never below about 1.3 eps_error (the bounds' uncertainty in eps:
+the certified delta at eps = 0 is at least 1 - e^-eps_error).  With a budget, ``step`` leaves out (for good) every
+example whose fitted mu including the step would exceed it.  The paper's argument (Blackwell, then Feldman-Zrnic's
+RDP filter, (5.2)-(5.3)) turns "every example stays below B-GDP" into RDP alpha B^2 / 2, so the filter's (epsilon,
+delta) guarantee is the RDP conversion of B (``budget_epsilon``), and an (epsilon, delta) budget is converted to B
+that way.  To avoid a fit per example per step, a fit also tries rows with s extra worst-case steps (which dominate
+any steps), s = 1, s*/2 and 0.95 s*, s* guessed from the fitted mu of k worst-case steps; an example that passes
+with s extra steps takes s more steps without a new fit ("headroom").
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import scipy.fft as sfft
+from scipy.special import ndtri
+
+from . import fft as _fft
+from . import individual as _ind
+from .errors import NumericalLimitError, ParameterError, check_finite_real
+from .estimate import EstimateArray
+
+__all__ = ["IndividualPLDAccountant", "effective_sigma"]
+
+DIRECTIONS = ("remove", "add")
+U = float(np.finfo(float).eps)
+#: share of delta_error granted to each of: the wrapped tails (per side), the dropped band, the discretisation tails
+TAIL_SHARE = 1e-3
+#: Chernoff tilts (both signs): a factor 2 apart, so the window is at most ~25% wider than with the best tilt
+TILTS = np.geomspace(2.0 ** -4, 2.0 ** 20, 25)
+#: smallest circle a row is zoomed to, and the band sizes tried on a circle (then the full band)
+MIN_CIRCLE = 64
+BANDS = np.unique(np.concatenate([2 ** np.arange(3, 40), 3 * 2 ** np.arange(2, 39)]))
+#: the coarse table has >= TABLE_OVERSAMPLING * J points (a power of 2 dividing the circle)
+TABLE_OVERSAMPLING = 8
+#: rows are evaluated in blocks of ROW_BLOCK, each in chunks whose complex arrays take about CHUNK_BYTES
+ROW_BLOCK = 8192
+CHUNK_BYTES = 8 << 20
+#: frequencies of every zoomed circle kept from the full transform of each bucket (beyond: transformed on demand)
+PRESTORED = 1024
+UINT16_MAX = np.iinfo(np.uint16).max
+
+
+def effective_sigma(norms, noise_multiplier, clip):
+    """Per-example effective noise multiplier of one DP-SGD step, ``z C / min(norm, C)`` (inf for a norm of 0).
+
+    With sensitivity 1 this is the sigma of the step's dominating pair ``subsample(gaussian(sigma), q)``.
+    """
+    z = check_finite_real("noise_multiplier", noise_multiplier, low=0.0)
+    c = check_finite_real("clip", clip, low=0.0)
+    g = np.minimum(_ind._check_array("norms", norms, allow_scalar=True, high=None), c)
+    with np.errstate(divide="ignore"):
+        out = np.where(g > 0, z * c / np.where(g > 0, g, 1.0), np.inf)
+    return float(out) if np.ndim(norms) == 0 else out
+
+
+def _n_buckets(ratio, factor):
+    return 1 + max(0, int(math.ceil(math.log(factor) / math.log(ratio) - 1e-9)))
+
+
+# ------------------------------------------------------------------------------------------------- one direction
+
+class _Side:
+    """The buckets of one direction discretised on the plan's grid, and what a row evaluation needs of them."""
+
+    def __init__(self, mechs, direction, grid, tau_disc):
+        self.N, self.h, self.n = grid.N, grid.h, grid.n
+        self.half = self.N // 2 + 1
+        B = len(mechs)
+        self.B = B
+        self.offsets = np.empty(B, dtype=np.int64)   # absolute cell of each pmf slice's first entry
+        self.pmfs = []
+        self.mu = np.empty(B)
+        self.drop = np.empty(B)
+        khat = np.empty((B, 2 * TILTS.size))
+        tilts = np.concatenate((TILTS, -TILTS))
+        self.tilts = tilts
+        self.zooms = [1 << k for k in range(int(math.log2(self.N // MIN_CIRCLE)) + 1)] if self.N >= MIN_CIRCLE else [1]
+        self._env_index = {}                        # (s, band) -> column of self.env
+        cols = []
+        for s in self.zooms:
+            for J in self._bands(self.N // s)[:-1]:  # the full band drops nothing
+                self._env_index[(s, int(J))] = len(cols)
+                cols.append(s * int(J))
+        cols = np.asarray(cols, dtype=np.int64)
+        self.env = np.zeros((B, cols.size))
+        self._pre = {}
+        e_fft = _fft.FFT_ERROR_CONSTANT * U * math.log2(self.N)
+        for b, m in enumerate(mechs):
+            pmf, mu, inf_mass, drop = _fft.discretise(m.plrv(direction), grid, tau_disc)
+            if inf_mass > 0:
+                raise NumericalLimitError("a bucket's privacy loss has a point mass at +inf (not a subsampled "
+                                          "Gaussian)")
+            nz = np.flatnonzero(pmf)
+            lo, hi = int(nz[0]), int(nz[-1])
+            vals = pmf[lo:hi + 1].copy()                 # a copy: a view would keep the whole grid alive
+            self.offsets[b] = lo - self.n
+            self.pmfs.append(vals)
+            self.mu[b] = mu
+            self.drop[b] = drop
+            # exact cumulant generating function of the discrete variable (values a h + mu), log space
+            x = (np.arange(lo, hi + 1) - self.n) * self.h + mu
+            with np.errstate(divide="ignore"):
+                lp = np.log(vals)
+            for k in range(0, tilts.size, 10):
+                t = tilts[k:k + 10, None]
+                e = lp[None, :] + t * x[None, :]
+                mx = e.max(axis=1, keepdims=True)
+                khat[b, k:k + 10] = (mx + np.log(np.exp(e - mx).sum(axis=1, keepdims=True)))[:, 0]
+            # suffix maxima of |X_b| (+ the FFT error: a bound on the exact spectrum) at the band edges, and the
+            # first PRESTORED frequencies of every zoomed circle (X on the circle N/s at j is X(s j), aliasing)
+            X = sfft.rfft(self._on_circle(b, self.N))
+            suf = np.maximum.accumulate(np.abs(X)[::-1])[::-1]
+            self.env[b] = np.log(np.minimum(suf[cols] + e_fft, 1.0))
+            for z in self.zooms:
+                self._pre.setdefault(z, np.empty((B, min(PRESTORED, self.N // z // 2 + 1)), dtype=complex))
+                self._pre[z][b] = X[::z][:self._pre[z].shape[1]]
+        # a tiny safety margin on the Chernoff exponents (rounding of the log-sum-exp)
+        self.khat = khat + 1e-12 * (1.0 + np.abs(khat))
+        self._zoom = {}
+        self._circle = {}
+
+    @staticmethod
+    def _bands(Np):
+        full = Np // 2 + 1
+        b = BANDS[BANDS < full]
+        return np.append(b, full)
+
+    def _on_circle(self, b, Np):
+        vals = self.pmfs[b]
+        idx = (self.offsets[b] + np.arange(vals.size)) % Np
+        return np.bincount(idx, weights=vals, minlength=Np)
+
+    def zoom(self, s, J):
+        """(log|X|, arg X, 1/|X|) of every bucket at the first J frequencies of the circle N/s, shape (B, J)."""
+        have = self._zoom.get(s)
+        if have is None or have[0].shape[1] < J:
+            Np = self.N // s
+            pre = self._pre[s]
+            if J <= pre.shape[1]:
+                X = pre
+            else:  # beyond the stored frequencies: transform the wrapped pmfs
+                Jc = min(Np // 2 + 1, max(J, 2 * (have[0].shape[1] if have is not None else 0)))
+                X = np.empty((self.B, Jc), dtype=complex)
+                for b in range(self.B):
+                    X[b] = sfft.rfft(self._on_circle(b, Np))[:Jc]
+            a = np.abs(X)
+            with np.errstate(divide="ignore"):
+                have = (np.log(np.maximum(a, 1e-300)), np.angle(X), np.minimum(1.0 / a, 1e250))
+            self._zoom[s] = have
+        return tuple(x[:, :J] for x in have)
+
+    def circle(self, s):
+        """Per circle N' = N/s: the hockey-stick kernels and the weights of the error bounds."""
+        c = self._circle.get(s)
+        if c is None:
+            Np = self.N // s
+            j = np.arange(Np // 2 + 1)
+            zeta = np.exp(2j * np.pi * j / Np)
+            inv1 = np.zeros(j.size, dtype=complex)
+            inv1[1:] = 1.0 / (1.0 - zeta[1:])
+            eh = math.exp(-self.h)
+            inv2 = eh / (1.0 - eh * zeta)
+            # |coefficient of Y_j| in delta = A - e^t B (t <= h): the weights of the error bounds
+            kappa = 2.0 * np.abs(inv1) + 2.0 * math.exp(self.h) * np.abs(inv2)
+            kappa[0] = Np + 2.0 * math.exp(self.h) * abs(inv2[0])
+            w = np.full(j.size, 2.0)
+            w[0] = 1.0
+            if Np % 2 == 0:
+                w[-1] = 1.0
+            suffix = np.cumsum((w * kappa)[::-1])[::-1]   # sum_{j' >= J} w kappa
+            c = (inv1, inv2, kappa, w, suffix)
+            self._circle[s] = c
+        return c
+
+    # ------------------------------------------------------------------------------------------ row evaluation
+
+    def layout(self, rows, tau):
+        """Per row: shift, dropped mass, zoom s, window start c, band J, truncation and wrap allowances."""
+        R = rows.shape[0]
+        sigma = rows @ self.mu
+        dropped = rows @ self.drop
+        kt = rows @ self.khat                                  # (R, n_tilts)
+        nt = TILTS.size
+        logtau = math.log(tau)
+        x_hi = np.min((kt[:, :nt] - logtau) / self.tilts[None, :nt], axis=1)
+        x_lo = np.max((kt[:, nt:] - logtau) / self.tilts[None, nt:], axis=1)
+        lo_cell = np.ceil((x_lo - sigma) / self.h)
+        hi_cell = np.floor((x_hi - sigma) / self.h)
+        first, last = self.half - self.N, self.half - 1       # the value range of the full circle
+        lo_cell = np.clip(lo_cell, first, last).astype(np.int64)
+        hi_cell = np.clip(hi_cell, first, last).astype(np.int64)
+        width = np.maximum(hi_cell - lo_cell + 1, 1)
+        s = np.ones(R, dtype=np.int64)
+        for z in self.zooms[1:]:
+            s = np.where(self.N // z >= width, z, s)
+        Np = self.N // s
+        c = np.where(s == 1, first, np.minimum(lo_cell, self.half - Np))
+        # the wrapped pmf differs from the linear composition by <= 2 tau, which differs from the full circle's
+        # (cyclic, the object of Theorem 5.5) by its mass outside the circle's value range, <= 2 tau again
+        wrap = np.where(s == 1, 0.0, 4.0 * tau * (1.0 + 1e-9))
+        # band: the smallest J whose dropped frequencies contribute <= tau to any delta
+        J = np.empty(R, dtype=np.int64)
+        trunc = np.zeros(R)
+        for z in np.unique(s):
+            sel = np.flatnonzero(s == z)
+            Npz = self.N // z
+            bands = self._bands(Npz)
+            cols = [self._env_index[(int(z), int(b))] for b in bands[:-1]]
+            suffix = self.circle(int(z))[4]
+            if cols:
+                with np.errstate(over="ignore"):
+                    bound = (1.0 / Npz) * np.exp(rows[sel] @ self.env[:, cols]) * suffix[bands[:-1]][None, :]
+                ok = bound <= tau
+                k = np.where(ok.any(axis=1), np.argmax(ok, axis=1), len(cols))
+                J[sel] = bands[k]
+                trunc[sel] = np.where(k < len(cols), bound[np.arange(sel.size), np.minimum(k, len(cols) - 1)], 0.0)
+            else:
+                J[sel] = bands[-1]
+        return {"sigma": sigma, "dropped": dropped, "s": s, "c": c, "J": J, "trunc": trunc, "wrap": wrap,
+                "K": rows.sum(axis=1)}
+
+    def spectra(self, rows, s, J, c):
+        """Window-shifted band-limited spectra Y~ (R, J) of the rows and their floating-point error bound."""
+        Np = self.N // s
+        la, ar, ia = self.zoom(s, J)
+        M = rows @ np.concatenate((la, ar, ia, np.abs(ar)), axis=1)
+        lr, ph, inv, absarg = M[:, :J], M[:, J:2 * J], M[:, 2 * J:3 * J], M[:, 3 * J:]
+        j = np.arange(J)
+        ph = ph + 2.0 * np.pi * (np.outer(c % Np, j) % Np) / Np      # window shift: y~_r = y_{c + r}
+        mag = np.exp(lr)
+        Y = mag * np.cos(ph) + 1j * (mag * np.sin(ph))
+        K = rows.sum(axis=1)
+        e_x = (_fft.FFT_ERROR_CONSTANT * math.log2(self.N) + s) * U     # error of each (wrapped) spectrum
+        # first order: the spectra's errors amplified by the product (as fft._Amplification), then the log, the
+        # matrix product (gamma_B sum k |log X|), the window phase and the exponential
+        rel = e_x * inv + (self.B + 2) * U * (np.maximum(-lr, 0.0) + absarg) + 2 * U * K[:, None] \
+            + 4 * U * (1.0 + 2.0 * np.pi * j[None, :]) + 4 * U
+        return Y, mag * rel
+
+    def tables(self, rows, lay, sel, s, J):
+        """Coarse tables of the suffix sums A, B for the rows ``sel`` (all of zoom s and band J)."""
+        Np = self.N // s
+        Nc = min(Np, 1 << int(math.ceil(math.log2(max(TABLE_OVERSAMPLING * J, 64)))))
+        if J == Np // 2 + 1:
+            Nc = Np
+        inv1, inv2, kappa, w, _ = self.circle(s)
+        c = lay["c"][sel]
+        Y, dY = self.spectra(rows[sel], s, J, c)
+        G = Y * inv1[None, :J]
+        H = Y * inv2[None, :J]
+        fp = (1.0 / Np) * (dY * (w[:J] * kappa[:J])[None, :]).sum(axis=1)
+        jj = np.arange(J)
+        fp += (2.0 / Np) * ((np.abs(G) + np.abs(H)) * (U * (_fft.FFT_ERROR_CONSTANT * math.log2(Nc) + 6.0 * jj + 8.0))
+                            ).sum(axis=1) + 16 * U
+        half_c = Nc // 2 + 1
+        pad = np.zeros((len(sel), half_c), dtype=complex)
+        pad[:, :J] = G
+        g = sfft.irfft(pad, Nc, axis=1) * (Nc / Np)
+        pad[:, :J] = H
+        bb = sfft.irfft(pad, Nc, axis=1) * (Nc / Np)
+        step = Np // Nc
+        r = np.arange(Nc + 1) * step
+        Y0 = Y[:, 0].real
+        g = np.concatenate((g, g[:, :1]), axis=1)
+        bb = np.concatenate((bb, bb[:, :1]), axis=1)
+        A = (Np - r)[None, :] * Y0[:, None] / Np + g - g[:, :1]
+        Bt = bb - np.exp(-(Np - r) * self.h)[None, :] * bb[:, :1]
+        A[:, -1] = 0.0
+        Bt[:, -1] = 0.0
+        Dmin = np.minimum.accumulate(A - Bt, axis=1)
+        slack = fp + lay["trunc"][sel] + lay["wrap"][sel] + lay["dropped"][sel]
+        return {"Np": Np, "Nc": Nc, "step": step, "A": A, "B": Bt, "Dmin": Dmin, "G": G, "H": H, "Y0": Y0,
+                "g0": g[:, 0], "b0": bb[:, 0], "w": w[:J], "c": c, "sigma": lay["sigma"][sel], "slack": slack}
+
+    def direct(self, T, rows_idx, r):
+        """A(r), B(r) at single cells r (one per row of the table subset ``rows_idx``), by the Plancherel sums."""
+        Np = T["Np"]
+        G, H = T["G"][rows_idx], T["H"][rows_idx]
+        J = G.shape[1]
+        z1 = np.exp(2j * np.pi * (r % Np) / Np)
+        pw = np.empty((r.size, J), dtype=complex)
+        pw[:, 0] = 1.0
+        if J > 1:
+            pw[:, 1:] = z1[:, None]
+            np.cumprod(pw, axis=1, out=pw)
+        w = T["w"]
+        g = ((G * pw).real * w[None, :]).sum(axis=1) / Np
+        b = ((H * pw).real * w[None, :]).sum(axis=1) / Np
+        A = (Np - r) * T["Y0"][rows_idx] / Np + g - T["g0"][rows_idx]
+        B = b - np.exp(-(Np - r) * self.h) * T["b0"][rows_idx]
+        A = np.where(r >= Np, 0.0, A)
+        B = np.where(r >= Np, 0.0, B)
+        return A, B
+
+    def cell_value(self, T, r):
+        """The value of window cell r - 1 (the curve's support point just below the cells r, r+1, ...)."""
+        return (T["c"] + r - 1) * self.h + T["sigma"]
+
+    def delta_at(self, T, eps):
+        """delta~(eps) of every row of the table (eps: one value per row)."""
+        Np = T["Np"]
+        u = (eps - T["sigma"]) / self.h - T["c"]        # window-relative position
+        m = np.floor(u)
+        below = m < 0
+        r0 = np.clip(m + 1, 0, Np).astype(np.int64)
+        A, B = self.direct(T, np.arange(eps.size), r0)
+        t = np.where(below, eps - self.cell_value(T, 0), (u - m) * self.h)
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = A - np.exp(t) * B
+        return np.where(m >= Np, 0.0, np.clip(out, 0.0, 1.0))
+
+    def epsilon_at(self, T, target):
+        """Smallest eps >= 0 with delta~(eps) <= target (one target per row; targets in (0, 1)).
+
+        Bracketed on the table, then the cell is found by interpolation in log delta (safeguarded by bisection),
+        one direct evaluation per step: A(m), B(m) give D(m) = A - B and D(m + 1) = A - e^h B.
+        """
+        Dm = T["Dmin"]
+        q = np.argmax(Dm <= target[:, None], axis=1)          # D at the last point is 0 < target
+        R = target.size
+        rows = np.arange(R)
+        step = T["step"]
+        hi = q * step
+        lo = np.maximum(q - 1, 0) * step
+        A_lo = T["A"][rows, np.maximum(q - 1, 0)]
+        B_lo = T["B"][rows, np.maximum(q - 1, 0)]
+        D_lo, D_hi = A_lo - B_lo, Dm[rows, q]
+        todo = np.flatnonzero((q > 0) & (hi - lo > 1))
+        eh = math.exp(self.h)
+        it = 0
+        while todo.size:
+            l, u, x = lo[todo], hi[todo], target[todo]
+            if it % 3 == 2:
+                m = (l + u) // 2
+            else:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    a = np.log(np.maximum(D_lo[todo], 1e-300))
+                    frac = (a - np.log(x)) / (a - np.log(np.maximum(D_hi[todo], 1e-300)))
+                m = l + np.floor(np.where(np.isfinite(frac), frac, 0.5) * (u - l)).astype(np.int64)
+            m = np.clip(m, l + 1, u - 1)
+            A, B = self.direct(T, todo, m)
+            d_m, d_next = A - B, A - eh * B
+            above = d_m > x
+            found = above & (d_next <= x)
+            lo[todo] = np.where(above, m, l)
+            A_lo[todo] = np.where(above, A, A_lo[todo])
+            B_lo[todo] = np.where(above, B, B_lo[todo])
+            D_lo[todo] = np.where(above, d_m, D_lo[todo])
+            hi[todo] = np.where(above, np.where(found, m + 1, u), m)
+            D_hi[todo] = np.where(above, np.where(found, d_next, D_hi[todo]), d_m)
+            todo = todo[hi[todo] - lo[todo] > 1]
+            it += 1
+        # on the cell below the first cell r = hi with D(r) <= target: delta = A(lo) - e^(eps - x_(lo-1)) B(lo)
+        first = q == 0
+        A_lo = np.where(first, T["A"][:, 0], A_lo)
+        B_lo = np.where(first, T["B"][:, 0], B_lo)
+        lo = np.where(first, 0, lo)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.log(np.maximum(A_lo - target, 1e-320) / B_lo)
+        t = np.where(B_lo > 0, t, 0.0)
+        t = np.where(first, np.minimum(t, 0.0), np.clip(t, 0.0, self.h))
+        return np.maximum(self.cell_value(T, lo) + t, 0.0)
+
+    def fit_mu(self, T, eps_error, delta_error, floor):
+        """Smallest mu whose mu-GDP curve dominates the upper curve on [0, eps(floor)] (module docstring).
+
+        Each point (eps, d) of the upper curve gives the line f(a) >= 1 - d - e^eps a of the trade-off function, the
+        points' lines and their mirror images bound it below by a symmetric convex piecewise-linear f_low, and the
+        convex mu-GDP curve G lies below f_low on [a_last, a*] iff it does at the breakpoints (consecutive lines'
+        intersections) and at a*, where f_low meets the diagonal (beyond it, symmetry).  a_last, the intersection of
+        the two last lines, is where the check of eps <= eps_last ends.
+        """
+        R = T["A"].shape[0]
+        rows = np.arange(R)
+        slack = T["slack"] + delta_error
+        D = np.maximum(T["A"] - T["B"], 0.0)
+        up = np.maximum.accumulate((D + slack[:, None])[:, ::-1], axis=1)[:, ::-1]   # non-increasing
+        r = np.arange(T["A"].shape[1]) * T["step"]
+        eps = (T["c"][:, None] + r[None, :] - 1) * self.h + T["sigma"][:, None] + eps_error
+        d0 = np.minimum(self.delta_at(T, np.full(R, -eps_error)) + slack, 1.0)   # delta_up(0), evaluated exactly
+        # the used points (eps > 0, delta_up >= floor) are a contiguous range [q1, q2] of each row (eps increases,
+        # delta_up does not)
+        use = (eps > 0) & (up >= floor)
+        has = use.any(axis=1)
+        q1 = np.argmax(use, axis=1)
+        q2 = use.shape[1] - 1 - np.argmax(use[:, ::-1], axis=1)
+        lo, hi = (int(q1[has].min()), int(q2[has].max())) if has.any() else (0, 0)
+        e = eps[:, lo:hi + 1]
+        d = np.minimum(up[:, lo:hi + 1], d0[:, None])
+        u = use[:, lo:hi + 1]
+        # a*: the largest diagonal point (a = f) of the lines
+        with np.errstate(over="ignore"):
+            diag = np.where(u, (1.0 - d) / (1.0 + np.exp(e)), 0.0).max(axis=1, initial=0.0)
+        a_star = np.maximum(0.5 * (1.0 - d0), diag)
+        mu = -2.0 * ndtri(np.maximum(a_star, 1e-300))
+        first_e, first_d = eps[rows, q1], np.minimum(up[rows, q1], d0)
+        a, m = _vertex_mu(np.zeros(R), d0, first_e, first_d)
+        mu = np.maximum(mu, np.where(has & (a < a_star), m, 0.0))
+        if hi > lo:
+            a, m = _vertex_mu(e[:, :-1], d[:, :-1], e[:, 1:], d[:, 1:])
+            pair = u[:, :-1] & u[:, 1:] & (a < a_star[:, None])
+            mu = np.maximum(mu, np.where(pair, m, 0.0).max(axis=1))
+        return np.maximum(mu, 0.0)
+
+
+def _vertex_mu(e1, d1, e2, d2):
+    """(a, mu): the intersection a of the lines f = 1 - d_i - e^(e_i) a (e1 < e2, d1 >= d2), and the smallest mu for
+    which mu-GDP's trade-off curve Phi(Phi^-1(1 - a) - mu) passes below it (the lower of the two lines at a)."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        x1, x2 = np.exp(e1), np.exp(e2)
+        a = (d1 - d2) / (x2 - x1)
+        a = np.where(np.isfinite(a), np.clip(a, 1e-300, 0.5), 1e-300)
+        one_minus_f = np.minimum(np.maximum(d1 + x1 * a, d2 + x2 * a), 1.0)
+        return a, -ndtri(a) + ndtri(one_minus_f)
+
+
+# -------------------------------------------------------------------------------------------------------- plan
+
+class _Plan:
+    """The grid for up to ``K`` steps and both directions' bucket discretisations on it."""
+
+    def __init__(self, sigmas, q, K, eps_error, delta_error, memory_limit):
+        from . import gaussian, subsample
+
+        mechs = [subsample(gaussian(float(s)), q) for s in sigmas]
+        grid = _fft.plan([(mechs[0], K)], eps_error, delta_error, memory_limit)
+        grid.N = 1 << int(math.ceil(math.log2(2 * grid.n + 1)))   # a power of 2: every zoom divides it
+        self.grid = grid
+        self.K = K
+        self.tau = TAIL_SHARE * delta_error
+        self.sides = {d: _Side(mechs, d, grid, TAIL_SHARE * delta_error / K) for d in DIRECTIONS}
+
+    def details(self):
+        g = self.grid
+        return {"grid_points": g.N, "mesh": g.h, "domain": g.L, "planned_steps": self.K}
+
+
+def _chunks(idx, per_row_bytes):
+    n = max(1, CHUNK_BYTES // max(per_row_bytes, 1))
+    for k in range(0, idx.size, n):
+        yield idx[k:k + n]
+
+
+def _evaluate(plan, rows, eps_error, delta_error, eps_targets=(), delta_points=(), fit=None):
+    """Evaluate distinct count rows (R, B) in both directions, in blocks of ROW_BLOCK rows.
+
+    ``eps_targets``: (name, delta, sign): epsilon~ at delta + sign (delta_error + slack) (sign 0, -1 or +1);
+    ``delta_points``: (name, eps): delta~ at eps; ``fit``: the floor of the mu fit (result "mu").  Returns per
+    direction a dict of arrays over the rows, with each row's allowance "slack".
+    """
+    R = rows.shape[0]
+    names = ["slack"] + [t[0] for t in eps_targets] + [t[0] for t in delta_points] + (["mu"] if fit is not None else [])
+    out = {d: {name: np.zeros(R) for name in names} for d in DIRECTIONS}
+    for start in range(0, R, ROW_BLOCK):
+        rf = rows[start:start + ROW_BLOCK].astype(np.float64)
+        for d in DIRECTIONS:
+            side, res = plan.sides[d], out[d]
+            lay = side.layout(rf, plan.tau)
+            keys = lay["s"] * (1 << 32) + lay["J"]
+            for key in np.unique(keys):
+                group = np.flatnonzero(keys == key)
+                s, J = int(key >> 32), int(key & ((1 << 32) - 1))
+                Nc = min(plan.grid.N // s, max(TABLE_OVERSAMPLING * J, 64))
+                for sel in _chunks(group, 16 * (8 * J + 3 * Nc)):
+                    T = side.tables(rf, lay, sel, s, J)
+                    g = start + sel
+                    res["slack"][g] = T["slack"]
+                    for name, delta, sign in eps_targets:
+                        target = np.clip(delta + sign * (delta_error + T["slack"]), 0.0, 1.0)
+                        res[name][g] = side.epsilon_at(T, target)
+                    for name, eps in delta_points:
+                        res[name][g] = side.delta_at(T, np.full(sel.size, eps))
+                    if fit is not None:
+                        res["mu"][g] = side.fit_mu(T, eps_error, delta_error, fit)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- the accountant
+
+class IndividualPLDAccountant(_ind._Persistent):
+    """Per-example PLD accounting for DP-SGD with Poisson sampling (module docstring), optionally a filter.
+
+    ``IndividualPLDAccountant(n_examples, sampling_rate, noise_multiplier, clip)``; each ``step(norms)`` takes the
+    per-example gradient norms of one step (before clipping; the sampling itself needs no input: the accounting
+    covers every example as if it could have been sampled, which is what Poisson subsampling's guarantee is about).
+
+    ``epsilon(delta)``, ``delta(epsilon)``: per-example ``EstimateArray`` with certified ``lower``/``upper`` of the
+    bucketed composition (``upper`` holds for the example itself).  ``fitted_mu()``: the Section 5 mu per example.
+
+    Options: ``sigma_ratio`` (r > 1) and ``max_sigma_factor`` set the bucket grid ``z r^b``;  ``eps_error`` and
+    ``delta_error`` the FFT error budgets (Theorem 5.5); ``max_steps`` plans the grid once for that many steps (else
+    it is planned for the steps so far, rounded up to a power of 2, and re-planned when they are exceeded);
+    ``budget_mu`` or (``epsilon``, ``delta``) switch on the approximative filter (needs ``max_steps``);
+    ``fit_delta_min`` is the smallest delta the mu fit checks.
+    """
+
+    _kind = "IndividualPLDAccountant"
+    _raw_params = ("n_buckets", "max_steps")
+
+    def __init__(self, n_examples, sampling_rate, noise_multiplier, clip, *, sigma_ratio=1.05, max_sigma_factor=100.0,
+                 eps_error=0.01, delta_error=1e-10, max_steps=None, budget_mu=None, epsilon=None, delta=None,
+                 fit_delta_min=None, memory_limit=_fft.DEFAULT_MEMORY_LIMIT):
+        n = _ind._check_n(n_examples)
+        self._q = check_finite_real("sampling_rate", sampling_rate, low=0.0, high=1.0, high_open=False)
+        self._z = check_finite_real("noise_multiplier", noise_multiplier, low=0.0)
+        self._clip = check_finite_real("clip", clip, low=0.0)
+        self._ratio = check_finite_real("sigma_ratio", sigma_ratio, low=1.0, high=16.0, high_open=False)
+        self._factor = check_finite_real("max_sigma_factor", max_sigma_factor, low=1.0, low_open=False, high=1e6,
+                                         high_open=False)
+        self._eps_error = check_finite_real("eps_error", eps_error, low=0.0, high=1.0)
+        self._delta_error = check_finite_real("delta_error", delta_error, low=0.0, high=1e-3)
+        self._memory = check_finite_real("memory_limit", memory_limit, low=0.0)
+        if max_steps is not None:
+            if isinstance(max_steps, bool) or not isinstance(max_steps, numbers.Integral) or max_steps < 1:
+                raise ParameterError(f"max_steps must be a positive integer, got {max_steps!r}")
+            max_steps = int(max_steps)
+        self._max_steps = max_steps
+        floor = 1000.0 * self._delta_error if fit_delta_min is None else fit_delta_min
+        self._floor = check_finite_real("fit_delta_min", floor, low=0.0, high=1.0)
+        if not self._floor > 10.0 * self._delta_error:
+            raise ParameterError(f"fit_delta_min must exceed 10 * delta_error = {10 * self._delta_error:g}, got "
+                                 f"{self._floor!r}")
+        B = _n_buckets(self._ratio, self._factor)
+        if B > 4096:
+            raise ParameterError(f"sigma_ratio={self._ratio!r} and max_sigma_factor={self._factor!r} give {B} "
+                                 "buckets; at most 4096 are allowed (raise sigma_ratio)")
+        self._ratios = self._ratio ** np.arange(B)
+        self._sigmas = self._z * self._ratios
+        self._target = (math.nan, math.nan)
+        if budget_mu is not None or epsilon is not None or delta is not None:
+            if budget_mu is not None:
+                if epsilon is not None or delta is not None:
+                    raise ParameterError("give the budget either as budget_mu or as (epsilon, delta), not both")
+                self._budget = check_finite_real("budget_mu", budget_mu, low=0.0)
+            else:
+                if epsilon is None or delta is None:
+                    raise ParameterError("an (epsilon, delta) budget needs both epsilon (> 0) and delta in (0, 1)")
+                e = check_finite_real("epsilon", epsilon, low=0.0)
+                d = _ind._check_delta(delta)
+                self._budget = math.sqrt(_ind._rdp_cap_for(e, d))
+                self._target = (e, d)
+            if max_steps is None:
+                raise ParameterError("the filter needs max_steps (the largest number of steps it will run)")
+        else:
+            self._budget = None
+        self._n = n
+        self._steps = 0
+        self._counts = np.zeros((n, B), dtype=np.uint16)
+        self._active = np.ones(n, dtype=bool)
+        self._deactivated_at = np.full(n, -1, dtype=np.int64)
+        self._headroom = np.zeros(n, dtype=np.int64)
+        self._plan = None
+
+    # ----- views
+    @property
+    def n_buckets(self):
+        return self._sigmas.size
+
+    @property
+    def bucket_sigmas(self):
+        """The noise multipliers of the buckets, z r^b (a copy)."""
+        return self._sigmas.copy()
+
+    @property
+    def counts(self):
+        """Per-example bucket counts, shape (N, B) (a copy)."""
+        return self._counts.copy()
+
+    @property
+    def active(self):
+        """Examples still taking part (all, without a budget)."""
+        return self._active.copy()
+
+    @property
+    def n_active(self):
+        return int(np.count_nonzero(self._active))
+
+    @property
+    def deactivated_at(self):
+        """Per example the (1-based) step at which the filter left it out for good, -1 while active."""
+        return self._deactivated_at.copy()
+
+    budget_mu = property(lambda self: self._budget, doc="The filter's GDP budget B (None without a budget).")
+    sampling_rate = property(lambda self: self._q, doc="The Poisson sampling rate q.")
+    noise_multiplier = property(lambda self: self._z, doc="The noise multiplier z (noise std z C on the sum).")
+    clip = property(lambda self: self._clip, doc="The clipping bound C.")
+
+    def budget_epsilon(self, delta):
+        """epsilon(delta) of the filter's guarantee: the RDP conversion of B-GDP's RDP alpha B^2 / 2 (Section 5)."""
+        if self._budget is None:
+            raise ParameterError("this accountant has no budget (pass budget_mu or epsilon and delta)")
+        return float(_ind.rdp_epsilon_from_mu(self._budget, _ind._check_delta(delta)))
+
+    def buckets(self, norms):
+        """Bucket of each example for gradient norms ``norms`` (-1 for a norm of 0: no release about it)."""
+        g = np.minimum(_ind._check_array("norms", norms, allow_scalar=True, high=None), self._clip)
+        pos = g > 0
+        with np.errstate(divide="ignore"):
+            # sigma_eff / z, rounded down by a relative 1e-12 (a grid point goes to the bucket below: conservative)
+            ratio = np.where(pos, self._clip / np.where(pos, g, 1.0), 1.0) * (1.0 - 1e-12)
+        b = np.floor(np.log(ratio) / math.log(self._ratio))
+        b = np.clip(b, 0, self._sigmas.size - 1).astype(np.int64)
+        b = np.where(self._ratios[b] > ratio, np.maximum(b - 1, 0), b)    # guard the rounding of the logarithm
+        b = np.where(self._ratios[b] > ratio, 0, b)
+        return np.where(pos, b, -1)
+
+    def example_composition(self, i):
+        """The bucketed composition of example i as (mechanism, count) pairs (for ``mk.compose``)."""
+        from . import gaussian, subsample
+
+        k = self._counts[int(i)]
+        return [(subsample(gaussian(float(self._sigmas[b])), self._q), int(k[b])) for b in np.flatnonzero(k)]
+
+    # ----- the step
+    def step(self, norms):
+        """Account one step with the per-example gradient norms (length N, finite, >= 0).
+
+        Returns the mask of examples that take part (all not left out by the filter).  Bad input raises
+        ParameterError before any state changes.
+        """
+        norms = _ind._check_array("norms", norms, length=self._n, high=None)
+        b = self.buckets(norms)
+        part = (b >= 0) & self._active
+        active = self._active.copy()
+        headroom = self._headroom.copy()
+        deact = self._deactivated_at.copy()
+        if self._budget is not None:
+            if self._steps >= self._max_steps:
+                raise ParameterError(f"the filter was planned for max_steps={self._max_steps} steps")
+            need = np.flatnonzero(part & (headroom <= 0))
+            if need.size:
+                base = self._counts[need].astype(np.int64)
+                base[np.arange(need.size), b[need]] += 1
+                mu0 = self._fit_rows(base)
+                fits = mu0 <= self._budget
+                drop = need[~fits]
+                active[drop] = False
+                deact[drop] = self._steps + 1
+                part[drop] = False
+                remaining = self._max_steps - self._steps - 1
+                keep = np.flatnonzero(fits)
+                if remaining > 0 and keep.size:
+                    # headroom: rows with s extra worst-case steps (which dominate any steps), s guessed from the
+                    # worst-case curve (the example counts as the k_eq worst-case steps with its fitted mu), verified
+                    ks, mus = self._worst_curve()
+                    k_eq = np.interp(mu0[keep], mus, ks, left=0.0)
+                    k_b = float(np.interp(self._budget, mus, ks))
+                    s_star = np.maximum(np.floor(k_b - k_eq), 1.0)
+                    cand = np.stack([np.ones_like(s_star), np.floor(s_star / 2), np.floor(0.95 * s_star)], axis=1)
+                    cand = np.clip(cand, 1, remaining).astype(np.int64)
+                    rows = np.repeat(base[keep][:, None, :], 3, axis=1)
+                    rows[:, :, 0] += cand
+                    mu = self._fit_rows(rows.reshape(-1, rows.shape[2])).reshape(keep.size, 3)
+                    ok = mu <= self._budget
+                    headroom[need[keep]] = np.where(ok, cand, 0).max(axis=1)
+            pre = part & (self._headroom > 0)
+            headroom[pre] -= 1
+        # commit
+        if self._steps + 1 > UINT16_MAX and self._counts.dtype == np.uint16:
+            self._counts = self._counts.astype(np.uint32)
+        idx = np.flatnonzero(part)
+        self._counts.reshape(-1)[idx * self._counts.shape[1] + b[idx]] += 1
+        self._active, self._headroom, self._deactivated_at = active, headroom, deact
+        self._steps += 1
+        return active.copy()
+
+    # ----- queries
+    def _plan_for(self, K):
+        K = max(int(K), 1)
+        target = self._max_steps if (self._max_steps is not None and K <= self._max_steps) else \
+            1 << int(math.ceil(math.log2(K)))
+        if self._plan is None or self._plan.K != target:
+            self._plan = _Plan(self._sigmas, self._q, target, self._eps_error, self._delta_error, self._memory)
+        return self._plan
+
+    def _distinct(self):
+        rows, inv = np.unique(self._counts, axis=0, return_inverse=True)
+        return rows, inv.reshape(-1)
+
+    def _fit_rows(self, rows):
+        rows, inv = np.unique(rows, axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        mu = np.zeros(rows.shape[0])
+        nz = np.flatnonzero(rows.sum(axis=1) > 0)
+        if nz.size:
+            plan = self._plan_for(rows[nz].sum(axis=1).max())
+            res = _evaluate(plan, rows[nz], self._eps_error, self._delta_error, fit=self._floor)
+            mu[nz] = np.maximum(res["remove"]["mu"], res["add"]["mu"])
+        return mu[inv]
+
+    def _worst_curve(self):
+        """(k, fitted mu of k worst-case steps) on a geometric grid of k up to the planned steps (for the filter)."""
+        plan = self._plan_for(self._max_steps)
+        if getattr(plan, "worst", None) is None:
+            ks = np.unique(np.geomspace(1, plan.K, 40).astype(np.int64))
+            rows = np.zeros((ks.size, self.n_buckets), dtype=np.int64)
+            rows[:, 0] = ks
+            mus = np.maximum.accumulate(self._fit_rows(rows))
+            plan.worst = (ks.astype(float), mus)
+        return plan.worst
+
+    def fitted_mu(self):
+        """Per example the smallest mu whose mu-GDP curve dominates its upper delta curve for delta >= fit_delta_min
+        (Section 5, (5.1)); 0 for examples that never took part."""
+        return self._fit_rows(self._counts)
+
+    def _details(self, plan):
+        d = plan.details() if plan is not None else {}
+        d.update(eps_error=self._eps_error, delta_error=self._delta_error, n_buckets=self.n_buckets,
+                 sigma_ratio=self._ratio, max_sigma_factor=self._factor,
+                 note="bounds of the bucketed composition; upper is an upper bound for the example itself")
+        return d
+
+    def _query(self, combine, **targets):
+        """Evaluate the distinct rows with ``_evaluate(**targets)``; ``combine(remove, add)`` -> (value, lower, upper)
+        of the rows that took part (the others are 0) -> EstimateArray over the examples."""
+        rows, inv = self._distinct()
+        out = np.zeros((3, rows.shape[0]))
+        nz = np.flatnonzero(rows.sum(axis=1) > 0)
+        plan = None
+        if nz.size:
+            plan = self._plan_for(rows[nz].sum(axis=1).max())
+            res = _evaluate(plan, rows[nz], self._eps_error, self._delta_error, **targets)
+            out[:, nz] = combine(res["remove"], res["add"])
+        return EstimateArray(out[0][inv], out[1][inv], out[2][inv], "individual-pld", True, self._details(plan))
+
+    def epsilon(self, delta):
+        """Per-example epsilon(delta) (max over add and remove) -> EstimateArray with certified lower/upper."""
+        d = _ind._check_delta(delta)
+        ee, de = self._eps_error, self._delta_error
+        if not de < d:
+            raise ParameterError(f"delta must exceed delta_error = {de:g}, got {d!r}")
+
+        def combine(r, a):
+            worst = max(float(np.max(r["slack"])), float(np.max(a["slack"])))
+            if d - de - worst <= 0:
+                raise NumericalLimitError(
+                    f"delta = {d:g} cannot be certified with delta_error={de:g} (largest per-example floating-point "
+                    f"and truncation allowance {worst:.2g}); use a larger delta or a smaller delta_error")
+            return (np.maximum(r["val"], a["val"]), np.maximum(np.maximum(r["lo"], a["lo"]) - ee, 0.0),
+                    np.maximum(r["up"], a["up"]) + ee)
+
+        return self._query(combine, eps_targets=(("val", d, 0.0), ("up", d, -1.0), ("lo", d, 1.0)))
+
+    def delta(self, epsilon):
+        """Per-example delta(epsilon) (max over add and remove) -> EstimateArray with certified lower/upper."""
+        e = check_finite_real("epsilon", epsilon, low=0.0, low_open=False)
+        ee, de = self._eps_error, self._delta_error
+
+        def combine(r, a):
+            return (np.maximum(r["val"], a["val"]),
+                    np.maximum(np.maximum(r["lo"] - r["slack"], a["lo"] - a["slack"]) - de, 0.0),
+                    np.minimum(np.maximum(r["up"] + r["slack"], a["up"] + a["slack"]) + de, 1.0))
+
+        return self._query(combine, delta_points=(("val", e), ("up", e - ee), ("lo", e + ee)))
+
+    # ----- persistence (the helpers of mechkit.individual)
+    def _params(self):
+        return {"sampling_rate": self._q, "noise_multiplier": self._z, "clip": self._clip, "sigma_ratio": self._ratio,
+                "max_sigma_factor": self._factor, "eps_error": self._eps_error, "delta_error": self._delta_error,
+                "fit_delta_min": self._floor, "memory_limit": self._memory,
+                "budget_mu": math.nan if self._budget is None else self._budget,
+                "target_epsilon": self._target[0], "target_delta": self._target[1],
+                "n_buckets": int(self.n_buckets), "max_steps": self._max_steps}
+
+    def _arrays(self):
+        return {"counts": self._counts, "steps": np.array(self._steps, dtype=np.int64), "active": self._active,
+                "deactivated_at": self._deactivated_at, "headroom": self._headroom}
+
+    @classmethod
+    def _array_specs(cls, n, params):
+        B = params.get("n_buckets")
+        if isinstance(B, bool) or not isinstance(B, int) or B < 1:
+            raise ParameterError(f"n_buckets = {B!r}")
+        return {"counts": ((np.uint16, np.uint32), (n, B)), "steps": (np.int64, ()), "active": (np.bool_, (n,)),
+                "deactivated_at": (np.int64, (n,)), "headroom": (np.int64, (n,))}
+
+    @classmethod
+    def _restore(cls, n, params, arrays):
+        budget = params["budget_mu"]
+        kw = dict(sigma_ratio=params["sigma_ratio"], max_sigma_factor=params["max_sigma_factor"],
+                  eps_error=params["eps_error"], delta_error=params["delta_error"], max_steps=params["max_steps"],
+                  fit_delta_min=params["fit_delta_min"], memory_limit=params["memory_limit"])
+        if not math.isnan(budget):
+            kw["budget_mu"] = budget
+        obj = cls(n, params["sampling_rate"], params["noise_multiplier"], params["clip"], **kw)
+        obj._target = (params["target_epsilon"], params["target_delta"])
+        if obj.n_buckets != params["n_buckets"]:
+            raise ParameterError("n_buckets does not match sigma_ratio and max_sigma_factor")
+        counts, steps = arrays["counts"], int(arrays["steps"])
+        active, deact, headroom = arrays["active"], arrays["deactivated_at"], arrays["headroom"]
+        if steps < 0 or np.any(counts.sum(axis=1, dtype=np.int64) > steps):
+            raise ParameterError("bucket counts exceed the number of steps")
+        if np.any(deact < -1) or np.any(deact > steps) or np.any((deact >= 0) == active):
+            raise ParameterError("deactivated_at / active are inconsistent")
+        if np.any(headroom < 0) or (obj._budget is None and np.any(headroom)):
+            raise ParameterError("headroom out of range")
+        if obj._max_steps is not None and obj._budget is not None and steps > obj._max_steps:
+            raise ParameterError("steps exceed max_steps")
+        obj._counts = counts.copy()
+        obj._steps = steps
+        obj._active = active.copy()
+        obj._deactivated_at = deact.copy()
+        obj._headroom = headroom.copy()
+        return obj
+
+    def __repr__(self):
+        budget = "" if self._budget is None else f", budget_mu={self._budget!r}, active={self.n_active}"
+        return (f"IndividualPLDAccountant(n_examples={self._n}, sampling_rate={self._q!r}, noise_multiplier="
+                f"{self._z!r}, clip={self._clip!r}, n_buckets={self.n_buckets}, steps={self._steps}{budget})")
+
+
+_ind._KINDS[IndividualPLDAccountant._kind] = IndividualPLDAccountant
