@@ -35,7 +35,9 @@ from .estimate import Estimate, EstimateArray
 MACHINE_EPS = np.finfo(float).eps
 DEFAULT_EPS_ERROR = 0.01
 DEFAULT_MEMORY_LIMIT = 1 << 30
-BYTES_PER_POINT = 8 * 8  # pmf, half-spectra, error amplification, values, suffix sums
+#: peak bytes per grid point of a query (measured with tracemalloc: 80.0 at 6.5e4, 8e5 and 7.9e6 points): the
+#: first direction's suffix sums while the second is composed (pmf, spectra, powers, error amplification)
+BYTES_PER_POINT = 10 * 8
 
 
 def _check_budgets(eps_error, delta_error, memory_limit):
@@ -159,26 +161,43 @@ def _tail_integral(f, a, b):
 
 
 class DiscreteCurve:
-    """The composed discrete PRV: exact delta(eps) and its inverse (notes.md 1.6)."""
+    """The composed discrete PRV: exact delta(eps) and its inverse (notes.md 1.6).
 
-    def __init__(self, values, pmf, inf_mass, order=None):
-        if order is None:
-            order = np.argsort(values, kind="stable")
-        self.y = values[order]
-        p = pmf[order]
+    Its support is the arithmetic grid y_i = (first + i) step + shift, i = 0 .. N-1 (sorted), so only the suffix
+    sums are stored: two arrays of N, not five (y and the curve at the support points are recomputed when
+    epsilon(delta) needs them).
+    """
+
+    def __init__(self, first, step, shift, pmf, inf_mass):
+        self.first, self.step, self.shift = int(first), float(step), float(shift)
         self.inf_mass = inf_mass
         # suffix sums d1_i = sum_{j >= i} p_j, d2_i = sum_{j >= i} p_j e^{-y_j}, compensated (a plain running sum
         # of N terms may carry N units of rounding; Neumaier's stays at a few units plus N u^2)
-        self.d1, self.d2 = _nm.suffix_sums(np.ascontiguousarray(p, dtype=float), np.ascontiguousarray(self.y, dtype=float))
+        p = np.ascontiguousarray(pmf, dtype=float)
+        self.size = p.size
+        self.d1, self.d2 = _nm.suffix_sums(p, self.y)
         self.sum_error = (4.0 * MACHINE_EPS + 2.0 * p.size * MACHINE_EPS ** 2) * float(np.sum(np.abs(p))) \
             + 4.0 * MACHINE_EPS
-        # delta at each support point (only mass strictly above counts); e^y d2 in log space (y may exceed 709)
-        with np.errstate(divide="ignore", over="ignore"):
-            self.D = self.d1[1:] - np.exp(self.y + np.log(np.maximum(self.d2[1:], 0.0)))
+
+    @property
+    def y(self):
+        """The support points (computed; the same arithmetic as when the pmf was placed)."""
+        return np.arange(self.first, self.first + self.size) * self.step + self.shift
+
+    def _count_le(self, eps):
+        """#{i : y_i <= eps} for each eps (searchsorted on the grid, without the array)."""
+        n = self.size
+        guess = np.floor((np.asarray(eps, float) - self.shift) / self.step) - self.first + 1
+        c = np.clip(np.nan_to_num(guess, nan=0.0, posinf=n, neginf=0.0), 0, n).astype(np.int64)
+        # the division may be off by one against the products that define y: one correction each way
+        up = (c < n) & ((self.first + np.minimum(c, n - 1)) * self.step + self.shift <= eps)
+        c = c + up
+        down = (c > 0) & ((self.first + np.maximum(c - 1, 0)) * self.step + self.shift > eps)
+        return c - down
 
     def delta_fin(self, eps):
         eps = np.asarray(eps, float)
-        idx = np.searchsorted(self.y, eps, side="right")
+        idx = self._count_le(eps)
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             out = self.d1[idx] - np.exp(eps + np.log(np.maximum(self.d2[idx], 0.0)))
         return np.where(np.isfinite(out), out, 0.0)
@@ -193,12 +212,15 @@ class DiscreteCurve:
         target = (delta - self.inf_mass) / (1.0 - self.inf_mass)
         if self.delta_fin(0.0) <= target:
             return 0.0
-        Dm = np.minimum.accumulate(self.D)
+        y = self.y
+        # delta at each support point (only mass strictly above counts); e^y d2 in log space (y may exceed 709)
+        with np.errstate(divide="ignore", over="ignore"):
+            Dm = np.minimum.accumulate(self.d1[1:] - np.exp(y + np.log(np.maximum(self.d2[1:], 0.0))))
         j = int(np.searchsorted(-Dm, -target, side="left"))  # first support point with D <= target
-        j = min(j, len(self.y) - 1)
+        j = min(j, len(y) - 1)
         d1, d2 = self.d1[j], self.d2[j]
         if not d2 > 0:
-            return float(self.y[j])
+            return float(y[j])
         return max(0.0, math.log(max(d1 - target, 1e-320) / d2))
 
 
@@ -232,10 +254,9 @@ def compose_direction(items, direction, grid, delta_error=0.0):
     del spectrum
     # circle index j holds the value j h for j <= N/2 and (j - N) h above: sorted order is a rotation
     half = N // 2 + 1
-    order = np.concatenate((np.arange(half, N), np.arange(half)))
-    values = np.concatenate((np.arange(half - N, 0), np.arange(half))) * h + mu_tot
-    inf_total = -math.expm1(log_fin)
-    curve = DiscreteCurve(values, composed[order], inf_total, order=slice(None))
+    sorted_pmf = np.concatenate((composed[half:], composed[:half]))
+    del composed
+    curve = DiscreteCurve(half - N, h, mu_tot, sorted_pmf, -math.expm1(log_fin))
     curve.dropped = dropped
     curve.fp = fp + curve.sum_error
     return curve
@@ -415,9 +436,7 @@ def fa_compose_direction(items, direction, L, n):
         if inf_mass > 0:
             log_fin += count * math.log1p(-inf_mass)
     composed = sfft.irfft(spectrum, n)
-    order = np.concatenate((np.arange(half, n), np.arange(half)))
-    values = np.concatenate((np.arange(-half, 0), np.arange(half))) * dx
-    return DiscreteCurve(values, composed[order], -math.expm1(log_fin), order=slice(None))
+    return DiscreteCurve(-half, dx, 0.0, np.concatenate((composed[half:], composed[:half])), -math.expm1(log_fin))
 
 
 def fa_tail_estimate(items, L):

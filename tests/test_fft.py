@@ -146,6 +146,24 @@ def test_memory_limit_raises_before_allocating():
         run.epsilon(1e-5, eps_error=1e-6, memory_limit=10 * 2**20)
 
 
+def test_planned_memory_covers_the_measured_peak():
+    # the memory limit is checked against N * BYTES_PER_POINT before allocating: that must bound the real peak
+    # (it did not: 123 bytes per point were live against 64 planned, before the curve stopped storing y and D)
+    import tracemalloc
+    from mechkit import fft
+    run = mk.compose((mk.subsample(mk.gaussian(sigma=1.0), 0.01), 2000))
+    run.epsilon(1e-5, eps_error=0.05)  # warm: compiled kernels, memoised CGFs
+    tracemalloc.start()
+    try:
+        e = run.epsilon(1e-5, eps_error=0.01)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    n = e.details["grid_points"]
+    assert n > 1e5
+    assert peak <= n * fft.BYTES_PER_POINT + 2**20
+
+
 def test_tiny_delta_says_it_cannot_be_certified():
     run = mk.compose((mk.subsample(mk.gaussian(sigma=2.0), 0.01), 3000))
     with pytest.raises(NumericalLimitError, match=r"smallest certifiable delta.*spa"):
