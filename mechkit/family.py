@@ -374,6 +374,7 @@ class PLRV:
         self.direction = direction
         self.is_dual = dual
         self._med = None
+        self._atoms = None
         self._dual = None
         self._sign = 1.0 if direction == "remove" else -1.0
         own = 0 if direction == "remove" else 1
@@ -483,14 +484,16 @@ class PLRV:
         return self._out(self._core.pdf(self._m, self._sign * v), s)
 
     def atoms(self):
-        """(values, probabilities) of the point masses, +/-inf included, sorted by value."""
-        at = self._core.atoms
-        lm = at.logmass(self._m)
-        keep = lm > -np.inf
-        vals = self._sign * at.values[keep]
-        probs = np.exp(lm[keep])
-        order = np.argsort(vals)
-        return vals[order], probs[order]
+        """(values, probabilities) of the point masses, +/-inf included, sorted by value (copies of a cache)."""
+        if self._atoms is None:
+            at = self._core.atoms
+            lm = at.logmass(self._m)
+            keep = lm > -np.inf
+            vals = self._sign * at.values[keep]
+            probs = np.exp(lm[keep])
+            order = np.argsort(vals)
+            self._atoms = (vals[order], probs[order])
+        return self._atoms[0].copy(), self._atoms[1].copy()
 
     @property
     def support(self):

@@ -163,9 +163,9 @@ def _tail_integral(f, a, b):
 class DiscreteCurve:
     """The composed discrete PRV: exact delta(eps) and its inverse (notes.md 1.6).
 
-    Its support is the arithmetic grid y_i = (first + i) step + shift, i = 0 .. N-1 (sorted), so only the suffix
-    sums are stored: two arrays of N, not five (y and the curve at the support points are recomputed when
-    epsilon(delta) needs them).
+    Its support is the arithmetic grid y_i = (first + i) step + shift, i = 0 .. N-1 (sorted), so composition leaves
+    only the suffix sums: two arrays of N, not five (y is recomputed when needed; the running minimum of the curve
+    at the support points is made at the first epsilon query, after the memory peak of composition).
     """
 
     def __init__(self, first, step, shift, pmf, inf_mass):
@@ -175,6 +175,7 @@ class DiscreteCurve:
         # of N terms may carry N units of rounding; Neumaier's stays at a few units plus N u^2)
         p = np.ascontiguousarray(pmf, dtype=float)
         self.size = p.size
+        self._Dm = None
         self.d1, self.d2 = _nm.suffix_sums(p, self.y)
         self.sum_error = (4.0 * MACHINE_EPS + 2.0 * p.size * MACHINE_EPS ** 2) * float(np.sum(np.abs(p))) \
             + 4.0 * MACHINE_EPS
@@ -212,15 +213,17 @@ class DiscreteCurve:
         target = (delta - self.inf_mass) / (1.0 - self.inf_mass)
         if self.delta_fin(0.0) <= target:
             return 0.0
-        y = self.y
-        # delta at each support point (only mass strictly above counts); e^y d2 in log space (y may exceed 709)
-        with np.errstate(divide="ignore", over="ignore"):
-            Dm = np.minimum.accumulate(self.d1[1:] - np.exp(y + np.log(np.maximum(self.d2[1:], 0.0))))
+        if self._Dm is None:
+            # delta at each support point (only mass strictly above counts), running minimum; e^y d2 in log space
+            # (y may exceed 709).  Made at the first query, after composition (so not part of the memory peak)
+            with np.errstate(divide="ignore", over="ignore"):
+                self._Dm = np.minimum.accumulate(self.d1[1:] - np.exp(self.y + np.log(np.maximum(self.d2[1:], 0.0))))
+        Dm = self._Dm
         j = int(np.searchsorted(-Dm, -target, side="left"))  # first support point with D <= target
-        j = min(j, len(y) - 1)
+        j = min(j, self.size - 1)
         d1, d2 = self.d1[j], self.d2[j]
         if not d2 > 0:
-            return float(y[j])
+            return float((self.first + j) * self.step + self.shift)
         return max(0.0, math.log(max(d1 - target, 1e-320) / d2))
 
 

@@ -139,7 +139,10 @@ def test_upper_bound_holds_for_the_example(seed, T, q):
     for delta in (1e-2, 1e-4):
         est, ref = acc.epsilon(delta), exact.epsilon(delta, eps_error=EE, delta_error=DE)
         assert est.upper[0] >= ref.lower
-        assert est.value[0] >= float(ref) - 1e-6
+        # estimates on two different grids: each within its certified window of its own truth, and the bucketed
+        # truth is >= the exact one, so only this much can separate them (a bare value comparison is not a
+        # property: hypothesis found est 0.011292 vs 0.011333 at T=4, q=0.02)
+        assert est.value[0] >= float(ref) - (est.value[0] - est.lower[0]) - (ref.upper - float(ref))
     dd, dref = acc.delta(0.2), exact.delta(0.2, eps_error=EE, delta_error=DE)
     assert dd.upper[0] >= dref.lower
 
