@@ -186,7 +186,11 @@ def test_fitted_mu_of_a_gaussian_is_its_mu():
 def test_filter_stops_worst_case_examples_after_the_budget_steps():
     q, z, T, k = 0.05, 1.0, 40, 12
     probe = run(ipld.IndividualPLDAccountant(1, q, z, 1.0, max_steps=T, **OPTS), np.ones((k, 1)))
-    budget = float(probe.fitted_mu()[0])
+    mu_k = float(probe.fitted_mu()[0])
+    mu_next = float(run(probe, np.ones((1, 1))).fitted_mu()[0])
+    # strictly between the fitted mu of k and k + 1 worst-case steps: a budget equal to mu_k would be a knife edge
+    # (the fit of a row agrees to ~1e-9, not bit for bit, across batches of rows: batched FFTs round differently)
+    budget = mu_k + 0.25 * (mu_next - mu_k)
     acc = ipld.IndividualPLDAccountant(3, q, z, 1.0, max_steps=T, budget_mu=budget, **OPTS)
     rng = np.random.default_rng(5)
     masks = [acc.step(np.array([3.0, rng.uniform(0.05, 0.3), 0.0])) for _ in range(T)]
@@ -194,7 +198,7 @@ def test_filter_stops_worst_case_examples_after_the_budget_steps():
     assert acc.counts[0].sum() == k and acc.counts[0, 0] == k             # it took exactly k steps
     assert acc.active[1] and acc.active[2] and acc.counts[1].sum() == T    # small gradients keep training
     mu = acc.fitted_mu()
-    assert np.all(mu <= budget) and mu[0] == pytest.approx(budget, rel=1e-8)
+    assert np.all(mu <= budget) and mu[0] == pytest.approx(mu_k, rel=1e-6)
     assert acc.budget_epsilon(DELTA) == pytest.approx(ind.rdp_epsilon_from_mu(budget, DELTA))
     # an (epsilon, delta) budget is converted with the RDP conversion (the paper's guarantee)
     f = ipld.IndividualPLDAccountant(1, q, z, 1.0, max_steps=T, epsilon=2.0, delta=DELTA, **OPTS)
