@@ -423,6 +423,7 @@ def _integrand(mode, f1, f2, f3, u, c, w, t, shift, mu, nmom, theta, out):
     mode 1: exp(f1 - shift)                                    (mass of a log-density)
     mode 2: exp(f1 - shift) * (-expm1(t - f3))_+                 (hockey-stick integrand, t = epsilon)
     mode 3: exp((1+t) f1 - t f2 - shift) * |f3 - mu|^3           (tilted absolute third central moment)
+    mode 4: modes 0 and 3 in one pass: out[0..nmom-1] the moments of mode 0 about mu, out[nmom] |f3 - mu|^3
     """
     one_m = 1.0 - u * u
     x = c + w * u / one_m
@@ -431,7 +432,7 @@ def _integrand(mode, f1, f2, f3, u, c, w, t, shift, mu, nmom, theta, out):
         out[j] = 0.0
     if not (math.isfinite(x) and math.isfinite(jac)):
         return
-    if mode == 0 or mode == 3:
+    if mode == 0 or mode == 3 or mode == 4:
         lp = f1(x, theta)
         if lp == -np.inf:
             return
@@ -449,10 +450,14 @@ def _integrand(mode, f1, f2, f3, u, c, w, t, shift, mu, nmom, theta, out):
             d = abs(d)
             out[0] = v * d * d * d
             return
+        top = nmom if mode == 4 else nmom + 1
         p = 1.0
-        for j in range(nmom + 1):
+        for j in range(top):
             out[j] = v * p
             p *= d
+        if mode == 4:
+            ad = abs(d)
+            out[nmom] = v * ad * ad * ad
     elif mode == 1:
         v = math.exp(f1(x, theta) - shift) * jac
         if v == v:

@@ -506,7 +506,7 @@ def _tilted_at(dirn, t, eps, order):
 
 
 def _tilted_delta(items, eps, order):
-    dirs = [spa._Direction(items, d) for d in ("remove", "add")]
+    dirs = spa._directions(items)
     rows, fell, regimes = [], [], []
     for e in eps:
         best = np.full(4, -math.inf)  # log: estimate, lower, upper, neighbouring order's estimate
@@ -547,8 +547,7 @@ def _tilted_epsilon(items, d, order):
     target = math.log(d)
     bounds = spa.epsilon(items, d, order=0, variant="clt")
     best = 0.0
-    for direction in ("remove", "add"):
-        dirn = spa._Direction(items, direction)
+    for dirn in spa._directions(items):
 
         def fn(r, dirn=dirn):
             v = _tilted_at(dirn, r["t"], r["eps"], order)

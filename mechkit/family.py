@@ -550,6 +550,24 @@ class PLRV:
         t = check_finite_real("t", t)
         return float(self._core.tilted_abs3(self._a * t + self._b))
 
+    def tilt_stats(self, t, center, n=4):
+        """([K(t), ..., K^(n)(t)], A) with A >= E|Z_t - K'(t)|^3, from one quadrature pass (2 <= n <= 6).
+
+        ``center`` is a guess of K'(t) (the moments are integrated about it; A is exact when it is K'(t)).
+        Memoised per (t, center, n).  The saddle-point accountant's certificate evaluations use it.
+        """
+        t = check_finite_real("t", t)
+        center = check_finite_real("center", center)
+        memo = self.__dict__.setdefault("_tilt_memo", {})
+        key = (t, center, n)
+        if key not in memo:
+            if len(memo) >= 4096:
+                memo.clear()
+            vec, A = self._core.tilt_stats(self._a * t + self._b, self._a * center, n)
+            memo[key] = (np.asarray(vec, float) * self._a ** np.arange(n + 1), float(A))
+        vec, A = memo[key]
+        return vec.copy(), A
+
     def mgf(self, t):
         return np.exp(self.cgf(t))
 
