@@ -51,12 +51,39 @@ _FACT = (1.0, 1.0, 2.0, 6.0, 24.0, 120.0, 720.0)
 
 def _plrv_node(plrv, j):
     """[K, ..., K^(6)] of one mechanism's PLRV at t_j = 2^(j/32) (a list; None outside the domain), memoised on
-    the PLRV so that every composition using the mechanism shares it."""
+    the PLRV so that every composition using the mechanism shares it.  Closed forms where the mechanism has them,
+    else one quadrature pass (``tilt_stats``, centred by the Taylor model of a neighbouring node when there is one),
+    which also gives the node's tilted absolute third moment."""
     memo = plrv.__dict__.setdefault("_spa_nodes", {})
-    if j not in memo:
-        v = plrv.cgf_vector(math.exp(j * H_NODE), 6)
-        memo[j] = v.tolist() if np.all(np.isfinite(v)) else None
-    return memo[j]
+    got = memo.get(j)
+    if got is None:
+        t = math.exp(j * H_NODE)
+        if plrv._core._cgf_closed is not None:
+            v = plrv.cgf_vector(t, 6)
+            got = [v.tolist() if np.all(np.isfinite(v)) else None, None]
+        else:
+            nb = next((memo[i] for i in (j - 1, j + 1) if i in memo and memo[i][0] is not None), None)
+            if nb is not None:
+                i = j - 1 if memo.get(j - 1) is nb else j + 1
+                centre = _taylor(nb[0], t - math.exp(i * H_NODE), 1)[1]
+            else:
+                centre = float(plrv.cgf_vector(t, 1)[1])
+            if math.isfinite(centre):
+                v, A = plrv.tilt_stats(t, centre, 6)
+                got = [v.tolist(), A] if np.all(np.isfinite(v)) and math.isfinite(A) else [None, None]
+            else:
+                got = [None, None]
+        memo[j] = got
+    return got[0]
+
+
+def _plrv_abs3(plrv, j):
+    """The tilted absolute third moment of one mechanism at the node t_j (memoised with the node)."""
+    v = _plrv_node(plrv, j)
+    got = plrv._spa_nodes[j]
+    if got[1] is None and v is not None:
+        got[1] = plrv.tilt_stats(math.exp(j * H_NODE), v[1], 2)[1]
+    return got[1]
 
 
 _DIRECTIONS = {}
@@ -156,14 +183,8 @@ class _Direction:
         return vec.tolist(), A
 
     def node_abs3(self, j):
-        """sum_i k_i E|L_i - K_i'|^3 at the node t_j (exact, memoised with the node)."""
-        per, comp = self.node(j)
-        key = ("A", j)
-        if key not in self._nodes:
-            t = math.exp(j * H_NODE)
-            self._nodes[key] = sum(c * plrv.tilt_stats(t, float(per[i][1]), 2)[1]
-                                   for i, (plrv, c) in enumerate(self.parts))
-        return self._nodes[key]
+        """sum_i k_i E|L_i - K_i'|^3 at the node t_j (exact there, memoised with the node)."""
+        return sum(c * _plrv_abs3(plrv, j) for plrv, c in self.parts)
 
     def abs3_model(self, t):
         """The tilted absolute third moment interpolated (log-linearly in log t) between the two nodes around t,
@@ -175,11 +196,35 @@ class _Direction:
             return max(a0, a1)
         return math.exp(math.log(a0) + (u - j) * (math.log(a1) - math.log(a0)))
 
+    def _moments0(self):
+        """K'(0), K''(0) of the composition (cached)."""
+        if getattr(self, "_m0", None) is None:
+            v0 = self.counts @ np.array([plrv.cgf_vector(0.0, 2) for plrv, _ in self.parts])
+            self._m0 = (float(v0[1]), float(v0[2]))
+        return self._m0
+
+    def _guess(self, eps):
+        """A first tilt for the saddle point of eps: where a Gaussian model of K (K'(0), K''(0)) puts it, if that
+        is inside the domain, else the start tilt."""
+        m1, var = self._moments0()
+        if math.isfinite(m1) and math.isfinite(var) and var > 0:
+            lo, hi = math.log(T_MIN), math.log(T_MAX)
+            for _ in range(40):
+                mid = 0.5 * (lo + hi)
+                t = math.exp(mid)
+                if m1 + var * t - 1.0 / t - 1.0 / (1.0 + t) < eps:
+                    lo = mid
+                else:
+                    hi = mid
+            t = math.exp(0.5 * (lo + hi))
+            if T_MIN < t < 0.5 * T_MAX and self.finite(t):
+                return t
+        return self.start()
+
     def model_start(self, target):
         """log t where a Gaussian model of K (from K'(0), K''(0)) puts log delta_MSD0 at ``target``: a cheap,
         usually close first guess for the search (the search itself uses the model of the real K)."""
-        v0 = self.counts @ np.array([plrv.cgf_vector(0.0, 2) for plrv, _ in self.parts])
-        m1, var = float(v0[1]), float(v0[2])
+        m1, var = self._moments0()
         if not (math.isfinite(m1) and math.isfinite(var) and var > 0):
             return None
 
@@ -242,7 +287,7 @@ class _Direction:
     def saddle(self, eps):
         """t0 with K'(t0) = eps + 1/t0 + 1/(1+t0), by bracketed bisection in log t polished by Newton steps."""
         lo, hi = None, None
-        t = self.start()
+        t = self._guess(eps)
         if self.eps_of(t) < eps:
             lo = t
             while True:
@@ -386,7 +431,11 @@ def _cross(f, target, e0, scale, floor=-math.inf):
     fixed tilt, cheap) found from e0 by doubling steps and Illinois regula falsi.  a is None when f stays below the
     target down to ``floor``."""
     va = f(e0)
-    step = scale
+    if math.isfinite(va):  # one Newton step with the slope -1/scale (exact for the exponential factor)
+        e1 = e0 + (va - target) * scale
+        if e1 >= floor:
+            e0, va = e1, f(e1)
+    step = scale * 1e-3
     if va >= target:
         a, b = e0, None
         for _ in range(80):
@@ -443,6 +492,9 @@ def _modelled(dirn, which):
     return fn
 
 
+POLISH_BOTH = 0.9
+
+
 def _upper_eps(dirn, target, u0=None):
     """A certified epsilon_up with delta(epsilon_up) <= exp(target) for one direction, and the exact evaluation
     (or None): the tilt is located on the model, the bound solved in epsilon at that tilt from exact values."""
@@ -454,7 +506,7 @@ def _upper_eps(dirn, target, u0=None):
         vec, A = dirn.exact(t0)
         if _evaluate(t0, vec, 0.0, A)["log_upper"] <= target:
             return 0.0, None
-    u = _solve_t(dirn, target, fn, False, u0, utol=1e-7)
+    u = _solve_t(dirn, target, fn, False, u0, utol=1e-7, vtol=1e-3)
     t = dirn.start() if u is None else math.exp(u)
     vec, A = dirn.exact(t)
     K, K1, K2 = vec[0], vec[1], vec[2]
@@ -463,22 +515,28 @@ def _upper_eps(dirn, target, u0=None):
         return _log_bounds(t, K, K2, A, e, _log_clt(t, K, K1, K2, e))["log_upper"]
 
     _, b = _cross(f, target, dirn.eps_of(t), 1.0 / t)
-    return max(b, 0.0), (t, vec, A, b)
+    best = (t, vec, A, b)
+    return max(best[3], 0.0), best
 
 
 LOWER_RETRIES = 5
 
 
-def _lower_eps(dirn, target, u0=None):
-    """A certified epsilon_lo with delta(epsilon_lo) >= exp(target) (0 when none is found) for one direction."""
+def _lower_locate(dirn, target, u0=None):
+    """log of the tilt where the model puts the lower bound's crossing of delta (None: no positive lower bound)."""
     fn = _modelled(dirn, "log_lower")
     if at_zero(dirn, fn, target, False):
-        return 0.0
-    u = _solve_t(dirn, target, fn, False, u0, utol=1e-7)
+        return None
+    return _solve_t(dirn, target, fn, False, u0, utol=1e-7, vtol=1e-3)
+
+
+def _lower_eps(dirn, target, u):
+    """A certified epsilon_lo with delta(epsilon_lo) >= exp(target) for one direction (0 when none is found), from
+    the exact values at the located tilt u (stepped down where the model put it on the edge of the region where
+    the bound is positive)."""
     if u is None:
         return 0.0
     for i in range(LOWER_RETRIES):
-        # where the model put the tilt on the edge of the region where the bound is positive, step down
         t = math.exp(u - (2 ** i - 1) * H_NODE)
         vec, A = dirn.exact(t)
         K, K1, K2 = vec[0], vec[1], vec[2]
@@ -521,6 +579,15 @@ def delta(items, epsilon, order=1, variant="msd"):
         found.sort(key=lambda x: -x[0])
         _, dom, t = found[0]
         r = dom.at(t, e, want_bounds=True)
+        for _ in range(8):  # Newton on the exact saddle-point equation where the model's saddle point is off
+            f = r["vec"][1] - 1.0 / t - 1.0 / (1.0 + t) - e
+            if abs(f) <= 1e-11 * (1.0 + abs(e)):
+                break
+            t2 = t - f / r["p2"]
+            if not (0.5 * t < t2 < 2.0 * t) or not dom.finite(t2):
+                break
+            t = t2
+            r = dom.at(t, e, want_bounds=True)
         log_up = r["log_upper"]
         for _, dirn, t2 in found[1:]:
             other = _node_log_upper(dirn, t2, e)
@@ -539,14 +606,15 @@ def delta(items, epsilon, order=1, variant="msd"):
     return EstimateArray(val, np.array(lo), np.array(up), "spa", True, details)
 
 
-def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13):
+def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10):
     """log of the tilt t at which fn(at(t)) (a log-delta decreasing in t) equals target, or None when even the
     smallest resolvable epsilon has a log-delta below the target (then epsilon is 0).
 
     Newton in u = log t with the envelope slope d log(delta)/du ~ -t^2 psi''(t) until the root is bracketed
     (steps capped at a factor 16 in t), then Illinois regula falsi (bisection where a value is not finite).
     ``u0`` warm-starts the search (the bounds start from the estimate's tilt); ``utol``: the relative width of
-    the final bracket (the tilts of the bounds need not be precise: a bound holds at every tilt).
+    the final bracket, ``vtol`` the accepted |log-delta - target| (the tilts of the bounds need not be precise: a
+    bound holds at every tilt, and is solved exactly in epsilon at the tilt found).
     """
     if u0 is None:
         u0 = dirn.model_start(target)
@@ -568,7 +636,7 @@ def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13):
         else:
             r = dirn.at(t, want_bounds=bounds)
             v = fn(r) - target
-            if v == 0.0 or (math.isfinite(v) and abs(v) <= 1e-10):
+            if v == 0.0 or (math.isfinite(v) and abs(v) <= vtol):
                 return u
             if v > 0:
                 lo_u, lo_v = u, v
@@ -650,7 +718,8 @@ def at_zero(dirn, fn, target, bounds):
 def epsilon(items, delta_, order=1, variant="msd"):
     """epsilon(delta) by the SPA (max over add and remove), with certified lower and upper bounds.
 
-    The estimate: the saddle point where the approximation equals delta, on the model, per direction.  The bounds
+    The estimate: the saddle point where the approximation equals delta, found on the model and polished on exact
+    evaluations (the approximation is always evaluated with exact CGF values).  The bounds
     (certified): the tilts located on the model, then Theorem 5 solved in epsilon at each tilt from one exact
     evaluation; the lower bound is the larger of the two directions' (each bounds the maximum), the upper
     bound the larger, the other direction checked first at its nearest memoised node.
@@ -667,19 +736,39 @@ def epsilon(items, delta_, order=1, variant="msd"):
     est = []
     for dirn in dirs:
         u = None if at_zero(dirn, fn, target, False) else _solve_t(dirn, target, fn, False)
-        est.append((0.0 if u is None else max(dirn.eps_of(math.exp(u)), 0.0), dirn, u))
+        est.append([0.0 if u is None else max(dirn.eps_of(math.exp(u)), 0.0), dirn, u])
+    # the estimate is the approximation evaluated with exact CGF values: the model's root is polished by the
+    # same search on exact evaluations (one evaluation where the model is accurate; more where the CGF's higher
+    # derivatives outgrow the node spacing), for the leading direction and for the other where it is close
+    est.sort(key=lambda x: -x[0])
+    for i, row in enumerate(est):
+        if row[2] is None or (i > 0 and row[0] < POLISH_BOTH * est[0][0]):
+            continue
+        u = _solve_t(row[1], target, fn, True, row[2], vtol=1e-9)
+        row[2] = u
+        row[0] = 0.0 if u is None else max(row[1].at(math.exp(u), want_bounds=True)["eps"], 0.0)
     est.sort(key=lambda x: -x[0])
     val, dom, u_dom = est[0]
-    up, where = _upper_eps(dom, target, u_dom)
+    # the bounds' searches start from the Gaussian model, not from the estimate, so that they do not depend on the
+    # estimate's order or variant
+    up, where = _upper_eps(dom, target)
     for _, dirn, u in est[1:]:
         try:
             t = dirn.saddle(up)
         except _ZeroDelta:
             continue
         if _node_log_upper(dirn, t, up) > target:
-            up = max(up, _upper_eps(dirn, target, u)[0])
-    lo = max(_lower_eps(dirn, target, u) for _, dirn, u in est)  # either direction's lower bound holds for the max
-    res = None if u_dom is None else dom.at(math.exp(u_dom), want_bounds=False)
+            up = max(up, _upper_eps(dirn, target)[0])
+    # either direction's lower bound holds for the max: the exact evaluation for the one the model ranks higher
+    # first, the other only where that one finds none
+    lows = sorted(((_lower_locate(dirn, target), dirn) for _, dirn, _ in est),
+                  key=lambda x: -math.inf if x[0] is None else -x[1].eps_of(math.exp(x[0])))
+    lo = 0.0
+    for u, dirn in lows:
+        lo = _lower_eps(dirn, target, u)
+        if lo > 0:
+            break
+    res = None if u_dom is None else dom.at(math.exp(u_dom), want_bounds=True)
     rel = None
     if where is not None:  # Theorem 5's error over SP-CLT, at the upper bound's tilt and epsilon
         t, vec, A, e = where

@@ -174,3 +174,59 @@ def test_random_dp_sgd_intervals_intersect_fft(sigma, q, k, logd):
     assert max(fft.lower, spa.lower) <= min(fft.upper, spa.upper) + 1e-9
     if spa.details["reliable"]:
         assert abs(float(spa) - float(fft)) <= 0.05 + 0.02 * float(fft)
+
+
+# --------------------------------------------------------------------------------- the model and the exact passes
+@pytest.mark.parametrize("make", [lambda: sg(0.8, 0.01), lambda: mk.laplace(scale=2.0),
+                                  lambda: mk.randomized_response(epsilon=1.0), lambda: mk.gaussian(sigma=1.3)])
+def test_tilt_stats_one_pass_matches_the_two_pass_values(make):
+    m = make()
+    for direction in ("remove", "add"):
+        p = m.plrv(direction)
+        for t in (0.3, 2.0, 7.0):
+            v, a = p.cgf_vector(t, 4), p.tilted_abs3(t)
+            v1, a1 = p.tilt_stats(t, float(v[1]), 4)  # centred at K'(t): A is the absolute moment itself
+            assert np.allclose(v1, v, rtol=1e-9, atol=1e-12 * (1 + abs(v[0])))
+            assert a1 == pytest.approx(a, rel=1e-8)
+            v2, a2 = p.tilt_stats(t, float(v[1]) + 0.05 * math.sqrt(v[2]) + 1e-3, 4)  # off-centre: an upper bound
+            assert np.allclose(v2, v, rtol=1e-8, atol=1e-11 * (1 + abs(v[0])))
+            assert a <= a2 <= a * 1.5
+
+
+def _exact_msd1_log_delta(m, k, eps, direction):
+    """MSD1 at the exact saddle point of eps, from the mechanism's own CGF (no SPA code)."""
+    from scipy.optimize import brentq
+    p = m.plrv(direction)
+
+    def kv(t):
+        return k * p.cgf_vector(t, 4) * np.array([1, 1, 1, 1, 1])
+
+    t0 = brentq(lambda t: kv(t)[1] - 1 / t - 1 / (1 + t) - eps, 1e-3, 200.0, xtol=1e-14, rtol=1e-14)
+    K, K1, K2, K3, K4 = kv(t0)
+    p2 = K2 + 1 / t0 ** 2 + 1 / (1 + t0) ** 2
+    p3 = K3 - 2 / t0 ** 3 - 2 / (1 + t0) ** 3
+    p4 = K4 + 6 / t0 ** 4 + 6 / (1 + t0) ** 4
+    corr = 1 + p4 / (8 * p2 ** 2) - 5 * p3 ** 2 / (24 * p2 ** 3)
+    return K - eps * t0 - math.log(t0) - math.log1p(t0) - 0.5 * math.log(2 * math.pi * p2) + math.log(corr)
+
+
+def test_estimate_is_the_approximation_with_exact_cgf_values():
+    # sigma = 2, k = 3000, delta = 1e-30: the remove direction's CGF derivatives grow so fast near the saddle point
+    # (K'' doubles within 1% of t) that the search model alone put the MSD1 root at 3.5074; the estimate must be
+    # the MSD1 formula with the exact CGF (3.4814), whatever the model
+    m = sg(2.0, 0.01)
+    e = mk.compose((m, 3000)).epsilon(1e-30, method="spa")
+    assert _exact_msd1_log_delta(m, 3000, float(e), "remove") == pytest.approx(math.log(1e-30), abs=1e-6)
+    assert e.lower <= float(e) <= e.upper
+
+
+def test_memoised_nodes_do_not_change_answers():
+    a, b = sg(0.8, 0.01), sg(0.8, 0.01)
+    for k in (300, 3000, 30000):            # warm b's memo at other counts and deltas first
+        mk.compose((b, k)).epsilon(3e-6, method="spa")
+    for k, d in ((1000, 1e-5), (10000, 1e-8)):
+        ea, eb = (mk.compose((m, k)).epsilon(d, method="spa") for m in (a, b))
+        for x, y in ((ea.value, eb.value), (ea.lower, eb.lower), (ea.upper, eb.upper)):
+            assert x == pytest.approx(y, rel=1e-8)
+        da, db = (mk.compose((m, k)).delta(float(ea), method="spa") for m in (a, b))
+        assert float(da) == pytest.approx(float(db), rel=1e-7) and da.upper == pytest.approx(db.upper, rel=1e-7)
