@@ -168,8 +168,9 @@ def measure(fn):
 def run_mechkit(components, cfg):
     import mechkit as mk
     items = [(mk.subsample(mk.gaussian(sigma=s), cfg["q"]), int(c)) for s, c in components]
+    kw = {"memory_limit": cfg["memory_limit"]} if cfg.get("memory_limit") else {}
     est = mk.compose(*items).epsilon(cfg["delta"], method="fft", eps_error=cfg["eps_error"],
-                                     delta_error=cfg["delta_error"])
+                                     delta_error=cfg["delta_error"], **kw)
     return {"epsilon": float(est), "lower": est.lower, "upper": est.upper, "certified": est.certified,
             "details": {k: (float(v) if isinstance(v, (int, float)) or hasattr(v, "__float__") else str(v))
                         for k, v in est.details.items()}}
@@ -440,7 +441,9 @@ def main(argv=None):
             # mechkit's interval carries a floating-point allowance prv_accountant's does not: re-run with the
             # eps_error that brings its width to prv's (the fixed part of the width, beyond 2 eps_error, stays)
             extra = mk0["width"] - 2 * cfg["eps_error"]
-            cfg3 = dict(cfg, eps_error=0.999 * (prv0["width"] - extra) / 2)
+            # the finer grid may need more than the default 1 GiB memory_limit (prv_accountant used 4 GiB at
+            # sigma 0.8, k = 1e5): the width-matched run may use up to 8 GiB, and its peak memory is reported
+            cfg3 = dict(cfg, eps_error=0.999 * (prv0["width"] - extra) / 2, memory_limit=8 << 30)
             if cfg3["eps_error"] > 0:
                 print(f"  {case['name']}: mechkit at prv's width (eps_error {cfg3['eps_error']:.4g}) ...",
                       file=sys.stderr, end="", flush=True)
