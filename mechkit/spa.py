@@ -105,13 +105,18 @@ def _directions(items):
 
 def _taylor(v, d, n=4):
     """[K, ..., K^(n)] at t_j + d from the node values v = [K, ..., K^(6)] at t_j (a list; Taylor, order 6)."""
-    out = []
-    for m in range(n + 1):
-        acc = 0.0
-        for i in range(6 - m, -1, -1):  # Horner
-            acc = acc * d / (i + 1) + v[m + i]
-        out.append(acc)
-    return out
+    v0, v1, v2, v3, v4, v5, v6 = v
+    k4 = v4 + d * (v5 + d * v6 * 0.5)
+    k3 = v3 + d * (v4 + d * (v5 * 0.5 + d * v6 * (1.0 / 6.0)))
+    if n == 1:
+        return [v0 + d * (v1 + d * (v2 * 0.5 + d * (v3 * (1.0 / 6.0) + d * (v4 * (1.0 / 24.0) + d * (
+            v5 * (1.0 / 120.0) + d * v6 * (1.0 / 720.0)))))),
+            v1 + d * (v2 + d * (v3 * 0.5 + d * (v4 * (1.0 / 6.0) + d * (v5 * (1.0 / 24.0) + d * v6 * (1.0 / 120.0)))))]
+    return [v0 + d * (v1 + d * (v2 * 0.5 + d * (v3 * (1.0 / 6.0) + d * (v4 * (1.0 / 24.0) + d * (
+                v5 * (1.0 / 120.0) + d * v6 * (1.0 / 720.0)))))),
+            v1 + d * (v2 + d * (v3 * 0.5 + d * (v4 * (1.0 / 6.0) + d * (v5 * (1.0 / 24.0) + d * v6 * (1.0 / 120.0))))),
+            v2 + d * (v3 + d * (v4 * 0.5 + d * (v5 * (1.0 / 6.0) + d * v6 * (1.0 / 24.0)))),
+            k3, k4]
 
 
 class _Direction:
@@ -164,7 +169,10 @@ class _Direction:
         w = self._where(t)
         if w is None:
             return [math.inf] * 5
-        return _taylor(self._nodes[w[0]][1], w[1])
+        v = _taylor(self._nodes[w[0]][1], w[1])
+        if not v[2] > 0.0:  # the series does not converge this far from the node (K'' > 0 always): exact values
+            v = self.exact(t)[0]
+        return v
 
     def centres(self, t):
         """K_i'(t) of each mechanism from the model (the centres of the exact quadrature passes)."""
@@ -184,7 +192,11 @@ class _Direction:
 
     def node_abs3(self, j):
         """sum_i k_i E|L_i - K_i'|^3 at the node t_j (exact there, memoised with the node)."""
-        return sum(c * _plrv_abs3(plrv, j) for plrv, c in self.parts)
+        key = ("A", j)
+        got = self._nodes.get(key)
+        if got is None:
+            got = self._nodes[key] = sum(c * _plrv_abs3(plrv, j) for plrv, c in self.parts)
+        return got
 
     def abs3_model(self, t):
         """The tilted absolute third moment interpolated (log-linearly in log t) between the two nodes around t,
@@ -380,7 +392,9 @@ def _log_bounds(t, K, K2, A, eps, log_clt):
     log_max_theta = t * math.log(t) - (1.0 + t) * math.log1p(t)
     log_err = (math.log(C_BE2) + K - t * eps + log_max_theta + math.log(A) - 1.5 * math.log(K2)
                if A > 0 else -math.inf) + math.log1p(QUAD_SLACK)
-    log_upper = float(np.logaddexp(log_clt + math.log1p(QUAD_SLACK), log_err))
+    a = log_clt + math.log1p(QUAD_SLACK)
+    hi = max(a, log_err)
+    log_upper = hi if hi == -math.inf else hi + math.log1p(math.exp(min(a, log_err) - hi))
     log_lower = (log_clt + _nm.log1mexp(min(log_err - log_clt, 0.0)) - QUAD_SLACK
                  if log_err < log_clt else -math.inf)
     return {"log_err": log_err, "log_upper": log_upper, "log_lower": log_lower}
@@ -499,16 +513,18 @@ def _upper_eps(dirn, target, u0=None):
     """A certified epsilon_up with delta(epsilon_up) <= exp(target) for one direction, and the exact evaluation
     (or None): the tilt is located on the model, the bound solved in epsilon at that tilt from exact values."""
     fn = _modelled(dirn, "log_upper")
-    if at_zero(dirn, fn, target, False):
-        t0 = dirn._t_zero
-        if math.isnan(t0):
+    u = _root(dirn, target, fn, u0, utol=1e-7, vtol=1e-3)
+    if u is None:
+        # the model puts the bound at or below delta at epsilon = 0: certify that at the saddle point of 0
+        t = _zero_tilt(dirn)
+        if math.isnan(t):
             return 0.0, None
-        vec, A = dirn.exact(t0)
-        if _evaluate(t0, vec, 0.0, A)["log_upper"] <= target:
+        vec, A = dirn.exact(t)
+        if _evaluate(t, vec, 0.0, A)["log_upper"] <= target:
             return 0.0, None
-    u = _solve_t(dirn, target, fn, False, u0, utol=1e-7, vtol=1e-3)
-    t = dirn.start() if u is None else math.exp(u)
-    vec, A = dirn.exact(t)
+    else:
+        t = math.exp(u)
+        vec, A = dirn.exact(t)
     K, K1, K2 = vec[0], vec[1], vec[2]
 
     def f(e):
@@ -524,10 +540,7 @@ LOWER_RETRIES = 5
 
 def _lower_locate(dirn, target, u0=None):
     """log of the tilt where the model puts the lower bound's crossing of delta (None: no positive lower bound)."""
-    fn = _modelled(dirn, "log_lower")
-    if at_zero(dirn, fn, target, False):
-        return None
-    return _solve_t(dirn, target, fn, False, u0, utol=1e-7, vtol=1e-3)
+    return _root(dirn, target, _modelled(dirn, "log_lower"), u0, utol=1e-7, vtol=1e-3)
 
 
 def _lower_eps(dirn, target, u):
@@ -700,18 +713,40 @@ def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10):
     raise NumericalLimitError("the saddle-point search did not converge (report this as a bug)")
 
 
+def _root(dirn, target, fn, u0=None, **kw):
+    """log t where the model's curve fn crosses the target at a positive epsilon, or None when epsilon is 0.
+
+    The search alone decides in the usual case; the saddle point of epsilon = 0 (``at_zero``) is consulted only
+    where the search fails (near delta = 1 an approximation can stay below the target at every tilt).
+    """
+    try:
+        u = _solve_t(dirn, target, fn, False, u0, **kw)
+    except NumericalLimitError:
+        if at_zero(dirn, fn, target, False):
+            return None
+        raise
+    if u is None or dirn.eps_of(math.exp(u)) <= 0.0:
+        return None
+    return u
+
+
+def _zero_tilt(dirn):
+    """The saddle point of epsilon = 0 (nan where epsilon = 0 is beyond the composed loss's range), cached."""
+    if dirn._t_zero is None:
+        try:
+            dirn._t_zero = dirn.saddle(0.0)
+        except _ZeroDelta:
+            dirn._t_zero = math.nan
+    return dirn._t_zero
+
+
 def at_zero(dirn, fn, target, bounds):
     """True when the curve fn is already <= target at epsilon = 0 (then epsilon is 0 for this direction).
 
     Needed near delta = 1: the approximations can stay below the target at every tilt (MSD1 peaks below 1),
     so a root search in t would find no crossing.
     """
-    if dirn._t_zero is None:
-        try:
-            dirn._t_zero = dirn.saddle(0.0)
-        except _ZeroDelta:
-            dirn._t_zero = math.nan
-    t0 = dirn._t_zero
+    t0 = _zero_tilt(dirn)
     return math.isnan(t0) or fn(dirn.at(t0, 0.0, want_bounds=bounds)) <= target
 
 
@@ -735,7 +770,7 @@ def epsilon(items, delta_, order=1, variant="msd"):
 
     est = []
     for dirn in dirs:
-        u = None if at_zero(dirn, fn, target, False) else _solve_t(dirn, target, fn, False)
+        u = _root(dirn, target, fn)
         est.append([0.0 if u is None else max(dirn.eps_of(math.exp(u)), 0.0), dirn, u])
     # the estimate is the approximation evaluated with exact CGF values: the model's root is polished by the
     # same search on exact evaluations (one evaluation where the model is accurate; more where the CGF's higher
