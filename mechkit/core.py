@@ -96,6 +96,22 @@ class Law:
         N.finish_tails(acc, s, split, closed, want_above, prob)
         return acc
 
+    def _tilted_pieces(self, tau):
+        """The monotone pieces with tilted mass, each with what its quadrature needs: (piece, log p, log q, L
+        kernels, map centre, map width, log-shift); None when M(tau) is infinite."""
+        out = []
+        for pc in self.mono:
+            lp, lq, L = self._k(pc.v["logp"]), self._k(pc.v["logq"]), self._k(pc.v["L"])
+            xs, gs, w = N.peak_scan(0, lp, lq, pc.a, pc.b, tau, self.theta)
+            if not np.isfinite(gs):
+                if gs == np.inf:
+                    return None
+                continue
+            if _diverges(self, pc, lp, lq, tau, gs):
+                return None
+            out.append((pc, lp, lq, L, xs, w, gs))
+        return out
+
     def tilt_stats(self, tau, center, n=4):
         """([K(tau), ..., K^(n)(tau)], A) in one quadrature pass per piece, where A >= E|L_tau - K'(tau)|^3.
 
@@ -112,19 +128,12 @@ class Law:
         aw, av = terms
         if np.any(np.isinf(av)):
             return np.full(n + 1, np.inf), np.inf
-        parts = []
-        for pc in self.mono:
-            lp, lq, L = self._k(pc.v["logp"]), self._k(pc.v["logq"]), self._k(pc.v["L"])
-            xs, gs, w = N.peak_scan(0, lp, lq, pc.a, pc.b, tau, self.theta)
-            if not np.isfinite(gs):
-                if gs == np.inf:
-                    return np.full(n + 1, np.inf), np.inf
-                continue
-            if _diverges(self, pc, lp, lq, tau, gs):
-                return np.full(n + 1, np.inf), np.inf
-            res, _ = N.gk_integrate(4, lp, lq, L, pc.a, pc.b, xs, w, tau, gs, center, n + 1, self.theta,
-                                    TILT_RTOL, 8)
-            parts.append((gs, res))
+        pieces = self._tilted_pieces(tau)
+        if pieces is None:
+            return np.full(n + 1, np.inf), np.inf
+        parts = [(gs, N.gk_integrate(4, lp, lq, L, pc.a, pc.b, xs, w, tau, gs, center, n + 1, self.theta,
+                                     TILT_RTOL, 8)[0])
+                 for pc, lp, lq, L, xs, w, gs in pieces]
         shifts = [g for g, _ in parts] + list(aw)
         if not shifts:
             raise DerivationError("the tilted distribution has no mass")
@@ -505,20 +514,13 @@ class ContinuousCore(Law):
 
         ``vector``: return [K, K', ..., K^(order)]; ``abs3``: return the tilted absolute third central moment.
         """
+        cache = self._tilted_pieces(tau)
+        if cache is None:
+            return _infinite(order, vector)
         parts = []  # (log-shift, I0, I1) per monotone piece
-        cache = []
-        for pc in self.mono:
-            lp, lq, L = self._k(pc.v["logp"]), self._k(pc.v["logq"]), self._k(pc.v["L"])
-            xs, gs, w = N.peak_scan(0, lp, lq, pc.a, pc.b, tau, self.theta)
-            if not np.isfinite(gs):
-                if gs == np.inf:
-                    return _infinite(order, vector)
-                continue
-            if _diverges(self, pc, lp, lq, tau, gs):
-                return _infinite(order, vector)
+        for pc, lp, lq, L, xs, w, gs in cache:
             res, _ = N.gk_integrate(0, lp, lq, L, pc.a, pc.b, xs, w, tau, gs, 0.0, 1, self.theta, QUAD_RTOL, 8)
             parts.append((gs, res[0], res[1]))
-            cache.append((pc, lp, lq, L, xs, w, gs))
         at = self.atoms
         mode = 3 if abs3 else 0
         return _combine_cgf(parts, at, tau, order, lambda mu, nm: [

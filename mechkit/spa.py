@@ -46,7 +46,6 @@ def _log_psi(x):
 
 
 H_NODE = math.log(2.0) / 32  # spacing in log t of the tilts where the search model is anchored
-_FACT = (1.0, 1.0, 2.0, 6.0, 24.0, 120.0, 720.0)
 
 
 def _plrv_node(plrv, j):
@@ -62,10 +61,9 @@ def _plrv_node(plrv, j):
             v = plrv.cgf_vector(t, 6)
             got = [v.tolist() if np.all(np.isfinite(v)) else None, None]
         else:
-            nb = next((memo[i] for i in (j - 1, j + 1) if i in memo and memo[i][0] is not None), None)
-            if nb is not None:
-                i = j - 1 if memo.get(j - 1) is nb else j + 1
-                centre = _taylor(nb[0], t - math.exp(i * H_NODE), 1)[1]
+            i = next((i for i in (j - 1, j + 1) if i in memo and memo[i][0] is not None), None)
+            if i is not None:
+                centre = _taylor(memo[i][0], t - math.exp(i * H_NODE), 1)[1]
             else:
                 centre = float(plrv.cgf_vector(t, 1)[1])
             if math.isfinite(centre):
@@ -104,27 +102,27 @@ def _directions(items):
 
 
 def _taylor(v, d, n=4):
-    """[K, ..., K^(n)] at t_j + d from the node values v = [K, ..., K^(6)] at t_j (a list; Taylor, order 6)."""
+    """[K, ..., K^(n)] (n = 1 or 4) at t_j + d from the node values v = [K, ..., K^(6)] at t_j (a list; Taylor,
+    order 6, unrolled Horner)."""
     v0, v1, v2, v3, v4, v5, v6 = v
-    k4 = v4 + d * (v5 + d * v6 * 0.5)
-    k3 = v3 + d * (v4 + d * (v5 * 0.5 + d * v6 * (1.0 / 6.0)))
+    k0 = v0 + d * (v1 + d * (v2 * 0.5 + d * (v3 * (1.0 / 6.0) + d * (v4 * (1.0 / 24.0) + d * (
+        v5 * (1.0 / 120.0) + d * v6 * (1.0 / 720.0))))))
+    k1 = v1 + d * (v2 + d * (v3 * 0.5 + d * (v4 * (1.0 / 6.0) + d * (v5 * (1.0 / 24.0) + d * v6 * (1.0 / 120.0)))))
     if n == 1:
-        return [v0 + d * (v1 + d * (v2 * 0.5 + d * (v3 * (1.0 / 6.0) + d * (v4 * (1.0 / 24.0) + d * (
-            v5 * (1.0 / 120.0) + d * v6 * (1.0 / 720.0)))))),
-            v1 + d * (v2 + d * (v3 * 0.5 + d * (v4 * (1.0 / 6.0) + d * (v5 * (1.0 / 24.0) + d * v6 * (1.0 / 120.0)))))]
-    return [v0 + d * (v1 + d * (v2 * 0.5 + d * (v3 * (1.0 / 6.0) + d * (v4 * (1.0 / 24.0) + d * (
-                v5 * (1.0 / 120.0) + d * v6 * (1.0 / 720.0)))))),
-            v1 + d * (v2 + d * (v3 * 0.5 + d * (v4 * (1.0 / 6.0) + d * (v5 * (1.0 / 24.0) + d * v6 * (1.0 / 120.0))))),
+        return [k0, k1]
+    return [k0, k1,
             v2 + d * (v3 + d * (v4 * 0.5 + d * (v5 * (1.0 / 6.0) + d * v6 * (1.0 / 24.0)))),
-            k3, k4]
+            v3 + d * (v4 + d * (v5 * 0.5 + d * v6 * (1.0 / 6.0))),
+            v4 + d * (v5 + d * v6 * 0.5)]
 
 
 class _Direction:
     """The CGF of the composition in one direction, with everything the SPA needs at a tilt t.
 
     Two levels.  The *model* (``vector``, ``at`` without bounds): [K, ..., K^(6)] computed by quadrature at the
-    nodes t_j = 2^(j/32), memoised on the mechanisms, and Taylor-expanded to any t from the nearest node (the
-    relative error is ~1e-12 or below: |t - t_j| <= 1.1% of t).  The searches for saddle points run on it.  The
+    nodes t_j = 2^(j/32), memoised on the mechanisms, and Taylor-expanded to any t from the nearest node
+    (|t - t_j| <= 1.1% of t: usually accurate to ~1e-12, but not where the higher derivatives grow fast, e.g.
+    1e-4 at sigma = 1, k = 1e3 and 1e-2 in K'' at sigma = 2, delta = 1e-30).  The searches run on it.  The
     *exact* evaluation (``exact``; ``at`` with bounds): one quadrature pass per mechanism at t, for K to K^(4) and
     the tilted absolute third moments; the certified bounds use only exact values.
     """
@@ -141,6 +139,7 @@ class _Direction:
         self._nodes = {}
         self._start = None
         self._t_zero = None
+        self._m0 = None
 
     # -- the model ---------------------------------------------------------------------------------------
     def node(self, j):
@@ -210,7 +209,7 @@ class _Direction:
 
     def _moments0(self):
         """K'(0), K''(0) of the composition (cached)."""
-        if getattr(self, "_m0", None) is None:
+        if self._m0 is None:
             v0 = self.counts @ np.array([plrv.cgf_vector(0.0, 2) for plrv, _ in self.parts])
             self._m0 = (float(v0[1]), float(v0[2]))
         return self._m0
@@ -434,10 +433,8 @@ def _node_log_upper(dirn, t, eps):
     if comp is None:
         return math.inf
     tj = math.exp(j * H_NODE)
-    K, K1, K2 = comp[0], comp[1], comp[2]
-    chernoff = K - tj * eps + tj * math.log(tj) - (1.0 + tj) * math.log1p(tj) + math.log1p(QUAD_SLACK)
-    thm5 = _log_bounds(tj, K, K2, dirn.node_abs3(j), eps, _log_clt(tj, K, K1, K2, eps))["log_upper"]
-    return min(chernoff, thm5)
+    chernoff = comp[0] - tj * eps + tj * math.log(tj) - (1.0 + tj) * math.log1p(tj) + math.log1p(QUAD_SLACK)
+    return min(chernoff, _bound_at(tj, comp, dirn.node_abs3(j), "log_upper")(eps))
 
 
 def _cross(f, target, e0, scale, floor=-math.inf):
@@ -498,6 +495,16 @@ def _cross(f, target, e0, scale, floor=-math.inf):
     return a, b
 
 
+def _bound_at(t, vec, A, which):
+    """epsilon -> the log of Theorem 5's bound ``which`` ("log_upper" or "log_lower") at the fixed tilt t, from
+    [K, K', K'', ...] and A there."""
+    K, K1, K2 = vec[0], vec[1], vec[2]
+
+    def f(e):
+        return _log_bounds(t, K, K2, A, e, _log_clt(t, K, K1, K2, e))[which]
+    return f
+
+
 def _modelled(dirn, which):
     """fn(r) for _solve_t: the model's log upper or lower bound at r's tilt and epsilon (locating only)."""
     def fn(r):
@@ -525,14 +532,8 @@ def _upper_eps(dirn, target, u0=None):
     else:
         t = math.exp(u)
         vec, A = dirn.exact(t)
-    K, K1, K2 = vec[0], vec[1], vec[2]
-
-    def f(e):
-        return _log_bounds(t, K, K2, A, e, _log_clt(t, K, K1, K2, e))["log_upper"]
-
-    _, b = _cross(f, target, dirn.eps_of(t), 1.0 / t)
-    best = (t, vec, A, b)
-    return max(best[3], 0.0), best
+    _, b = _cross(_bound_at(t, vec, A, "log_upper"), target, dirn.eps_of(t), 1.0 / t)
+    return max(b, 0.0), (t, vec, A, b)
 
 
 LOWER_RETRIES = 5
@@ -552,12 +553,7 @@ def _lower_eps(dirn, target, u):
     for i in range(LOWER_RETRIES):
         t = math.exp(u - (2 ** i - 1) * H_NODE)
         vec, A = dirn.exact(t)
-        K, K1, K2 = vec[0], vec[1], vec[2]
-
-        def f(e):
-            return _log_bounds(t, K, K2, A, e, _log_clt(t, K, K1, K2, e))["log_lower"]
-
-        a, _ = _cross(f, target, dirn.eps_of(t), 1.0 / t, floor=0.0)
+        a, _ = _cross(_bound_at(t, vec, A, "log_lower"), target, dirn.eps_of(t), 1.0 / t, floor=0.0)
         if a is not None:
             return max(a, 0.0)
     return 0.0
@@ -625,7 +621,7 @@ def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10):
 
     Newton in u = log t with the envelope slope d log(delta)/du ~ -t^2 psi''(t) until the root is bracketed
     (steps capped at a factor 16 in t), then Illinois regula falsi (bisection where a value is not finite).
-    ``u0`` warm-starts the search (the bounds start from the estimate's tilt); ``utol``: the relative width of
+    ``u0`` warm-starts the search (the estimate's polish starts from the model's root); ``utol``: the relative width of
     the final bracket, ``vtol`` the accepted |log-delta - target| (the tilts of the bounds need not be precise: a
     bound holds at every tilt, and is solved exactly in epsilon at the tilt found).
     """
