@@ -711,3 +711,27 @@ def peak_scan(mode, f1, f2, a, b, t, theta):
             d *= 1.5
         total += d
     return xs, gs, 0.5 * total
+
+
+@njit(types.Tuple((f8, A1))(KT, KT, KT, f8, f8, f8, f8, types.int64, A1, f8, types.int64), cache=True, error_model="numpy")
+def tilt_piece(lp, lq, L, a, b, t, mu, nmom, theta, rtol, nsplit):
+    """One monotone piece's share of a tilted-moment pass in one call (what ``peak_scan``, the divergence check
+    and ``gk_integrate`` mode 4 do one after another, without three dispatches from Python).
+
+    Returns (shift, integrals): the integrals of exp((1+t) lp - t lq - shift) (L - mu)^j for j < nmom and of
+    exp(...) |L - mu|^3 (index nmom).  shift = +inf: the tilted MGF diverges on the piece (the integrand does not
+    decay at an infinite end); shift = -inf: the piece has no tilted mass.
+    """
+    xs, gs, w = peak_scan(0, lp, lq, a, b, t, theta)
+    if not (gs > -np.inf and gs < np.inf):
+        return gs, np.zeros(nmom + 1)
+    for k in range(2):
+        end = a if k == 0 else b
+        x = -1e8 if k == 0 else 1e8
+        if end == -np.inf or end == np.inf:
+            g1 = _gval(0, lp, lq, x, t, theta)
+            g2 = _gval(0, lp, lq, 2.0 * x, t, theta)
+            if math.isfinite(g1) and math.isfinite(g2) and g2 >= g1 - 1.0 and g2 > gs - 700.0:
+                return np.inf, np.zeros(nmom + 1)
+    res, _ = gk_integrate(4, lp, lq, L, a, b, xs, w, t, gs, mu, nmom, theta, rtol, nsplit)
+    return gs, res

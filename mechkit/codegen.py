@@ -8,6 +8,7 @@ both the derivation and the compiled kernels without redoing either.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
@@ -24,7 +25,9 @@ from . import symbolic as sy
 _SOURCES = ("symbolic.py", "derive.py", "codegen.py", "_numerics.py")
 
 
+@functools.lru_cache(maxsize=None)
 def code_version():
+    """Hash of the sources that shape generated code and cached structures (read once per process)."""
     h = hashlib.sha256()
     here = Path(__file__).parent
     for name in _SOURCES:

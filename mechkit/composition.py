@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from . import codegen, edgeworth, fft, spa
+from . import edgeworth, fft, spa
 from . import gdp as _gdp
 from . import rdp as _rdp
 from .errors import ParameterError, check_finite_real
@@ -71,7 +71,7 @@ ACCOUNTANTS = {
 
 
 def _key(m):
-    return (codegen.family_key(m.family.spec), tuple(m.theta.tolist()))
+    return (m.family.key, tuple(m.theta.tolist()))
 
 
 class Composition:

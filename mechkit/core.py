@@ -96,12 +96,20 @@ class Law:
         N.finish_tails(acc, s, split, closed, want_above, prob)
         return acc
 
+    def _piece_kernels(self, pc):
+        """(log p, log q, L) kernel references of a monotone piece (looked up once)."""
+        memo = self.__dict__.setdefault("_pk", {})
+        got = memo.get(id(pc))
+        if got is None:
+            got = memo[id(pc)] = (self._k(pc.v["logp"]), self._k(pc.v["logq"]), self._k(pc.v["L"]))
+        return got
+
     def _tilted_pieces(self, tau):
         """The monotone pieces with tilted mass, each with what its quadrature needs: (piece, log p, log q, L
         kernels, map centre, map width, log-shift); None when M(tau) is infinite."""
         out = []
         for pc in self.mono:
-            lp, lq, L = self._k(pc.v["logp"]), self._k(pc.v["logq"]), self._k(pc.v["L"])
+            lp, lq, L = self._piece_kernels(pc)
             xs, gs, w = N.peak_scan(0, lp, lq, pc.a, pc.b, tau, self.theta)
             if not np.isfinite(gs):
                 if gs == np.inf:
@@ -128,12 +136,14 @@ class Law:
         aw, av = terms
         if np.any(np.isinf(av)):
             return np.full(n + 1, np.inf), np.inf
-        pieces = self._tilted_pieces(tau)
-        if pieces is None:
-            return np.full(n + 1, np.inf), np.inf
-        parts = [(gs, N.gk_integrate(4, lp, lq, L, pc.a, pc.b, xs, w, tau, gs, center, n + 1, self.theta,
-                                     TILT_RTOL, 8)[0])
-                 for pc, lp, lq, L, xs, w, gs in pieces]
+        parts = []
+        for pc in self.mono:  # peak scan, divergence check and quadrature in one compiled call per piece
+            gs, res = N.tilt_piece(*self._piece_kernels(pc), pc.a, pc.b, tau, center, n + 1, self.theta,
+                                   TILT_RTOL, 8)
+            if gs == np.inf:
+                return np.full(n + 1, np.inf), np.inf
+            if gs > -np.inf:
+                parts.append((gs, res))
         shifts = [g for g, _ in parts] + list(aw)
         if not shifts:
             raise DerivationError("the tilted distribution has no mass")
@@ -158,6 +168,9 @@ class Law:
         vec = np.concatenate(([math.log(tot[0]) + g, center + m1], ks[: n - 1]))
         A = (raw[n + 1] ** (1.0 / 3.0) + abs(m1)) ** 3
         return vec, A
+
+
+_WALK = 10.0 ** np.arange(1, 300)  # x = 10^k, k = 1..299: where _limit_L looks for the loss's limit at +/-inf
 
 
 class _Piece:
@@ -247,18 +260,18 @@ class ContinuousCore(Law):
             return self._f(v["L"], x)
         # walk out along x = +/-10^k; stop at the first converged value (further out, the kernel may
         # cancel catastrophically), or report divergence
-        seq = []
+        ys = self._vec(v["L"], np.copysign(_WALK, x))  # one compiled pass
+        bad = np.flatnonzero(~np.isfinite(ys))
+        nf = int(bad[0]) if bad.size else ys.size      # the walk stops at the first non-finite value
+        close = np.flatnonzero(np.abs(np.diff(ys[:nf])) <= 1e-13 * (1 + np.abs(ys[1:nf])))
         conv = None
-        for k in range(1, 300):
-            y = self._f(v["L"], math.copysign(10.0 ** k, x))
-            if not math.isfinite(y):
-                if y in (np.inf, -np.inf) and conv is None:
-                    conv = y
-                break
-            if seq and abs(y - seq[-1]) <= 1e-13 * (1 + abs(y)):
-                conv = y
-                break
-            seq.append(y)
+        if close.size:                                  # converged: two successive values agree
+            seq = ys[:close[0] + 1].tolist()
+            conv = float(ys[close[0] + 1])
+        else:
+            seq = ys[:nf].tolist()
+            if nf < ys.size and np.isinf(ys[nf]):
+                conv = float(ys[nf])
         if conv is None and len(seq) > 3 and abs(seq[-1]) > 1e6 and abs(seq[-1]) > abs(seq[-2]) > abs(seq[-3]):
             conv = math.copysign(np.inf, seq[-1])
         name = v["Llo"] if x < 0 else v["Lhi"]

@@ -150,12 +150,21 @@ class Family:
         if unknown:
             raise SpecificationError(f"defaults for unknown parameter(s) {sorted(unknown)}")
         self._loaded = None
+        self._key = None
+
+    @property
+    def key(self):
+        """The family's content key (densities, domain, parameters and code version; computed once): equal for
+        families built separately from the same spec, e.g. two ``subsample`` calls."""
+        if self._key is None:
+            self._key = codegen.family_key(self.spec)
+        return self._key
 
     # -- derivation (lazy, cached on disk) -------------------------------------------------------
     def derive(self):
         """Run (or load from the cache) the symbolic derivation and code generation; returns self."""
         if self._loaded is None:
-            key = codegen.family_key(self.spec)
+            key = self.key
             if key not in _FAMILIES:
                 _FAMILIES[key] = codegen.load_or_build(self.spec, derive)
             self._loaded = _FAMILIES[key]

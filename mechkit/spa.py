@@ -75,6 +75,21 @@ def _plrv_node(plrv, j):
     return got[0]
 
 
+def _moments_at_zero(plrv):
+    """[K'(0), K''(0)] of one mechanism's PLRV (memoised on it): closed forms where it has them, else one
+    tilt_stats pass about 0, re-centred on the mean where that was far from 0 next to the spread."""
+    got = plrv.__dict__.get("_spa_m0")
+    if got is None:
+        if plrv._core._cgf_closed is not None:
+            v = plrv.cgf_vector(0.0, 2)
+        else:
+            v = plrv.tilt_stats(0.0, 0.0, 2)[0]
+            if math.isfinite(v[1]) and not v[1] * v[1] <= 1e4 * abs(v[2]):
+                v = plrv.tilt_stats(0.0, float(v[1]), 2)[0]
+        got = plrv._spa_m0 = [float(v[1]), float(v[2])]
+    return got
+
+
 def _plrv_abs3(plrv, j):
     """The tilted absolute third moment of one mechanism at the node t_j (memoised with the node)."""
     v = _plrv_node(plrv, j)
@@ -137,6 +152,9 @@ class _Direction:
                     "infinite for every t > 0, so no saddle point exists; use method='fft'")
         self.counts = np.array([float(c) for _, c in self.parts])
         self._nodes = {}
+        # the MGF's domain of finiteness is an interval containing 0: a finite node j proves every node in
+        # [0, j] finite, an infinite one every node above it infinite
+        self._fin_hi, self._inf_lo = -math.inf, math.inf
         self._start = None
         self._t_zero = None
         self._m0 = None
@@ -150,17 +168,24 @@ class _Direction:
             comp = None
             if all(v is not None for v in per):
                 comp = (self.counts @ np.array(per)).tolist()
+                if j > self._fin_hi:
+                    self._fin_hi = j
+            elif j < self._inf_lo:
+                self._inf_lo = j
             got = self._nodes[j] = (per, comp)
         return got
 
     def _where(self, t):
         """(nearest node j, t - t_j), or None when t may be outside the CGF's domain of finiteness (the node
-        at or above t is not finite: the domain is an interval containing 0)."""
+        at or above t is not finite).  The domain is an interval containing 0, so the node above t is computed
+        only when no finite node at or above it is known."""
         u = math.log(t) / H_NODE
-        if self.node(math.ceil(u - 1e-9))[1] is None:
+        jc = math.ceil(u - 1e-9)
+        if jc > self._fin_hi and (jc >= self._inf_lo or self.node(jc)[1] is None):
             return None
         j = round(u)
-        self.node(j)
+        if self.node(j)[1] is None:
+            return None
         return j, t - math.exp(j * H_NODE)
 
     def vector(self, t):
@@ -208,10 +233,10 @@ class _Direction:
         return math.exp(math.log(a0) + (u - j) * (math.log(a1) - math.log(a0)))
 
     def _moments0(self):
-        """K'(0), K''(0) of the composition (cached)."""
+        """K'(0), K''(0) of the composition (cached; one quadrature pass per mechanism, only for first guesses)."""
         if self._m0 is None:
-            v0 = self.counts @ np.array([plrv.cgf_vector(0.0, 2) for plrv, _ in self.parts])
-            self._m0 = (float(v0[1]), float(v0[2]))
+            v0 = self.counts @ np.array([_moments_at_zero(plrv) for plrv, _ in self.parts])
+            self._m0 = (float(v0[0]), float(v0[1]))
         return self._m0
 
     def _guess(self, eps):
@@ -234,7 +259,14 @@ class _Direction:
 
     def model_start(self, target):
         """log t where a Gaussian model of K (from K'(0), K''(0)) puts log delta_MSD0 at ``target``: a cheap,
-        usually close first guess for the search (the search itself uses the model of the real K)."""
+        usually close first guess for the search (the search itself uses the model of the real K); memoised per
+        target (the estimate and both bounds of a query start from it)."""
+        key = ("start", target)
+        if key not in self._nodes:
+            self._nodes[key] = self._model_start(target)
+        return self._nodes[key]
+
+    def _model_start(self, target):
         m1, var = self._moments0()
         if not (math.isfinite(m1) and math.isfinite(var) and var > 0):
             return None
@@ -277,9 +309,10 @@ class _Direction:
                 self._start = lo
         return self._start
 
-    def up(self, t):
-        """The next tilt above t for a bracket search: 2t, or the end of the domain of finiteness (None at it)."""
-        t2 = 2.0 * t
+    def up(self, t, factor=2.0):
+        """The next tilt above t for a bracket search: factor t, or the end of the domain of finiteness (None at
+        it)."""
+        t2 = factor * t
         if t2 > T_MAX:
             return None
         if self.finite(t2):
@@ -295,14 +328,16 @@ class _Direction:
         vec = self.vector(t) if vec is None else vec
         return vec[1] - 1.0 / t - 1.0 / (1.0 + t)
 
-    def saddle(self, eps):
-        """t0 with K'(t0) = eps + 1/t0 + 1/(1+t0), by bracketed bisection in log t polished by Newton steps."""
+    def saddle(self, eps, t0=None):
+        """t0 with K'(t0) = eps + 1/t0 + 1/(1+t0), by bracketed bisection in log t polished by Newton steps
+        (from the tilt ``t0`` where given and finite, e.g. a nearby saddle point, else the Gaussian-model guess)."""
         lo, hi = None, None
-        t = self._guess(eps)
-        if self.eps_of(t) < eps:
+        t = t0 if t0 is not None and T_MIN < t0 < 0.5 * T_MAX and self.finite(t0) else self._guess(eps)
+        vec = self.vector(t)
+        if self.eps_of(t, vec) < eps:
             lo = t
             while True:
-                t2 = self.up(t)
+                t2 = self.up(t, self._bracket_factor(t, vec, eps, 2.0))
                 if t2 is None and eps >= self.sup():
                     raise _ZeroDelta()
                 if t2 is None:
@@ -311,17 +346,19 @@ class _Direction:
                         f"stays below epsilon up to the end of the CGF's domain (t = {t:.3g}); epsilon is beyond "
                         "the range where delta can be resolved by the SPA")
                 t = t2
-                if self.eps_of(t) >= eps:
+                vec = self.vector(t)
+                if self.eps_of(t, vec) >= eps:
                     hi = t
                     break
                 lo = t
         else:
             hi = t
             while True:
-                t = 0.5 * t
+                t = self._bracket_factor(t, vec, eps, 0.5) * t
                 if t < T_MIN:
                     raise NumericalLimitError(f"no saddle point above t = {T_MIN:g} for epsilon = {eps:g}")
-                if self.eps_of(t) < eps:
+                vec = self.vector(t)
+                if self.eps_of(t, vec) < eps:
                     lo = t
                     break
                 hi = t
@@ -342,6 +379,16 @@ class _Direction:
                 return nt
             t = nt
         return t
+
+    def _bracket_factor(self, t, vec, eps, cap):
+        """The factor from t to the next tilt of a bracket search for the saddle point of eps: a Newton step on
+        eps_of overshot by 5% (so that it usually brackets the root), between 1 +/- 1e-3 and ``cap`` (2 or 1/2)."""
+        f = self.eps_of(t, vec) - eps
+        d = vec[2] + 1.0 / t ** 2 + 1.0 / (1.0 + t) ** 2
+        r = 1.0 - 1.05 * f / (d * t) if d > 0 and math.isfinite(f) else cap
+        if not math.isfinite(r):
+            return cap
+        return min(max(r, 1.001), cap) if cap > 1 else max(min(r, 0.999), cap)
 
     # -- delta at a tilt ------------------------------------------------------------------------------------
     def at(self, t, eps=None, want_bounds=True):
@@ -513,7 +560,9 @@ def _modelled(dirn, which):
     return fn
 
 
-POLISH_BOTH = 0.9
+#: the other direction's estimate is polished on exact values where its model value is within
+#: max(POLISH_ERRORS x the leader's model error, POLISH_MARGIN (1 + epsilon)) of the leader's polished value
+POLISH_ERRORS, POLISH_MARGIN = 20.0, 1e-3
 
 
 def _upper_eps(dirn, target, u0=None):
@@ -772,12 +821,18 @@ def epsilon(items, delta_, order=1, variant="msd"):
     # same search on exact evaluations (one evaluation where the model is accurate; more where the CGF's higher
     # derivatives outgrow the node spacing), for the leading direction and for the other where it is close
     est.sort(key=lambda x: -x[0])
+    margin = None
     for i, row in enumerate(est):
-        if row[2] is None or (i > 0 and row[0] < POLISH_BOTH * est[0][0]):
+        if row[2] is None or (i > 0 and row[0] < est[0][0] - margin):
             continue
+        model = row[0]
         u = _solve_t(row[1], target, fn, True, row[2], vtol=1e-9)
         row[2] = u
         row[0] = 0.0 if u is None else max(row[1].at(math.exp(u), want_bounds=True)["eps"], 0.0)
+        if i == 0:
+            # the other direction is polished only where its model value could still be the larger one: within
+            # a generous multiple of the model error just observed on the leader, and never less than POLISH_MARGIN
+            margin = max(POLISH_ERRORS * abs(row[0] - model), POLISH_MARGIN * (1.0 + row[0]))
     est.sort(key=lambda x: -x[0])
     val, dom, u_dom = est[0]
     # the bounds' searches start from the Gaussian model, not from the estimate, so that they do not depend on the
@@ -785,18 +840,16 @@ def epsilon(items, delta_, order=1, variant="msd"):
     up, where = _upper_eps(dom, target)
     for _, dirn, u in est[1:]:
         try:
-            t = dirn.saddle(up)
+            t = dirn.saddle(up, None if u is None else math.exp(u))
         except _ZeroDelta:
             continue
         if _node_log_upper(dirn, t, up) > target:
             up = max(up, _upper_eps(dirn, target)[0])
-    # either direction's lower bound holds for the max: the exact evaluation for the one the model ranks higher
-    # first, the other only where that one finds none
-    lows = sorted(((_lower_locate(dirn, target), dirn) for _, dirn, _ in est),
-                  key=lambda x: -math.inf if x[0] is None else -x[1].eps_of(math.exp(x[0])))
+    # either direction's lower bound holds for the max: the leading direction's first (located on the model,
+    # one exact evaluation), the other's only where that one finds none
     lo = 0.0
-    for u, dirn in lows:
-        lo = _lower_eps(dirn, target, u)
+    for _, dirn, _ in est:
+        lo = _lower_eps(dirn, target, _lower_locate(dirn, target))
         if lo > 0:
             break
     res = None if u_dom is None else dom.at(math.exp(u_dom), want_bounds=True)

@@ -231,3 +231,23 @@ def test_memoised_nodes_do_not_change_answers():
             assert x == pytest.approx(y, rel=1e-8)
         da, db = (mk.compose((m, k)).delta(float(ea), method="spa") for m in (a, b))
         assert float(da) == pytest.approx(float(db), rel=1e-7) and da.upper == pytest.approx(db.upper, rel=1e-7)
+
+
+def test_cgf_with_a_bounded_domain_of_finiteness():
+    # p = Laplace(1, 1), q = Laplace(0, 2): the add direction's loss grows like |x|/2, its MGF is finite only for
+    # t < 1, so the saddle points lie against the end of the domain (which the SPA learns from the nodes it
+    # computes); its interval must meet the FFT's, whatever was memoised before
+    import sympy as sp
+    x = sp.Symbol("x", real=True)
+    fam = mk.Mechanism.from_densities(p=sp.exp(-sp.Abs(x - 1)) / 2, q=sp.exp(-sp.Abs(x) / 2) / 4, var=x,
+                                      name="laplace_two_scales")
+    a, b = fam(), fam()
+    assert math.isfinite(a.add.cgf(0.99)) and a.add.cgf(1.01) == math.inf
+    mk.compose((b, 50)).epsilon(1e-5, method="spa")  # warms b's nodes up to the domain's end
+    for k, d in ((200, 1e-5), (200, 1e-10)):
+        f = mk.compose((a, k)).epsilon(d)
+        sa, sb = (mk.compose((m, k)).epsilon(d, method="spa") for m in (a, b))
+        assert sa.lower <= f.upper and f.lower <= sa.upper
+        assert sa.lower <= float(sa) <= sa.upper
+        for u, v in ((sa.value, sb.value), (sa.lower, sb.lower), (sa.upper, sb.upper)):
+            assert u == pytest.approx(v, rel=1e-8)
