@@ -240,9 +240,9 @@ def compose_direction(items, direction, grid, delta_error=0.0):
     for m, count in items:
         pmf, mu, inf_mass, drop = discretise(m.plrv(direction), grid, tau)
         dropped += count * drop
-        buf = np.zeros(N)
-        idx = np.arange(-n, n + 1) % N
-        buf[idx] = pmf
+        buf = np.zeros(N)  # grid values -n h .. n h on the circle: 0..n at the start, -n..-1 at the end
+        buf[:n + 1] = pmf[n:]
+        buf[N - n:] = pmf[:n]
         x = sfft.rfft(buf)
         del buf
         f = _power(x, count)
@@ -288,13 +288,15 @@ class _Amplification:
     def add(self, a, powered, k):
         """a = |X|, powered = X^k as computed (its modulus is |X|^k up to 2 k u, covered by the 2 K u term)."""
         Fk = np.abs(powered)
-        if k == 1:
-            dFk = np.ones_like(a)
-        else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                dFk = np.where(a > 0, k * Fk / np.where(a > 0, a, 1.0), 0.0)
         self.T *= Fk
-        self.T += self.P * dFk
+        if k == 1:
+            self.T += self.P
+        else:  # T += P k |X|^k / |X| (0 where X = 0), with one temporary
+            dFk = np.zeros_like(a)
+            np.divide(Fk, a, out=dFk, where=a > 0)
+            dFk *= k
+            dFk *= self.P
+            self.T += dFk
         self.P *= Fk
 
     def l1_error_bound(self, N, k, composed):
