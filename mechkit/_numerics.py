@@ -713,6 +713,21 @@ def peak_scan(mode, f1, f2, a, b, t, theta):
     return xs, gs, 0.5 * total
 
 
+@njit(types.boolean(KT, KT, f8, f8, f8, f8, A1), cache=True, error_model="numpy")
+def tilt_diverges(lp, lq, a, b, t, gs, theta):
+    """True when the tilted integrand (1+t) lp - t lq does not decay at an infinite end of [a, b] (M(t) = inf);
+    gs is its maximum on the piece."""
+    for k in range(2):
+        end = a if k == 0 else b
+        x = -1e8 if k == 0 else 1e8
+        if end == -np.inf or end == np.inf:
+            g1 = _gval(0, lp, lq, x, t, theta)
+            g2 = _gval(0, lp, lq, 2.0 * x, t, theta)
+            if math.isfinite(g1) and math.isfinite(g2) and g2 >= g1 - 1.0 and g2 > gs - 700.0:
+                return True
+    return False
+
+
 @njit(types.Tuple((f8, A1))(KT, KT, KT, f8, f8, f8, f8, types.int64, A1, f8, types.int64), cache=True, error_model="numpy")
 def tilt_piece(lp, lq, L, a, b, t, mu, nmom, theta, rtol, nsplit):
     """One monotone piece's share of a tilted-moment pass in one call (what ``peak_scan``, the divergence check
@@ -725,13 +740,7 @@ def tilt_piece(lp, lq, L, a, b, t, mu, nmom, theta, rtol, nsplit):
     xs, gs, w = peak_scan(0, lp, lq, a, b, t, theta)
     if not (gs > -np.inf and gs < np.inf):
         return gs, np.zeros(nmom + 1)
-    for k in range(2):
-        end = a if k == 0 else b
-        x = -1e8 if k == 0 else 1e8
-        if end == -np.inf or end == np.inf:
-            g1 = _gval(0, lp, lq, x, t, theta)
-            g2 = _gval(0, lp, lq, 2.0 * x, t, theta)
-            if math.isfinite(g1) and math.isfinite(g2) and g2 >= g1 - 1.0 and g2 > gs - 700.0:
-                return np.inf, np.zeros(nmom + 1)
+    if tilt_diverges(lp, lq, a, b, t, gs, theta):
+        return np.inf, np.zeros(nmom + 1)
     res, _ = gk_integrate(4, lp, lq, L, a, b, xs, w, t, gs, mu, nmom, theta, rtol, nsplit)
     return gs, res

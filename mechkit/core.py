@@ -115,7 +115,7 @@ class Law:
                 if gs == np.inf:
                     return None
                 continue
-            if _diverges(self, pc, lp, lq, tau, gs):
+            if N.tilt_diverges(lp, lq, pc.a, pc.b, tau, gs, self.theta):
                 return None
             out.append((pc, lp, lq, L, xs, w, gs))
         return out
@@ -594,17 +594,6 @@ def _memo_vector(core, tau, n):
                 vec = None
         memo[key] = vec if vec is not None else core.cgf_quadrature(tau, n, vector=True)
     return memo[key]
-
-
-def _diverges(core, pc, lp, lq, tau, gs):
-    """True when the tilted integrand does not decay at an infinite end of the piece (M(tau) = inf)."""
-    for end, x in ((pc.a, -1e8), (pc.b, 1e8)):
-        if np.isinf(end):
-            g1 = (1 + tau) * lp(x, core.theta) - tau * lq(x, core.theta) if tau != 0 else lp(x, core.theta)
-            g2 = (1 + tau) * lp(2 * x, core.theta) - tau * lq(2 * x, core.theta) if tau != 0 else lp(2 * x, core.theta)
-            if math.isfinite(g1) and math.isfinite(g2) and g2 >= g1 - 1.0 and g2 > gs - 700:
-                return True
-    return False
 
 
 def _atom_terms(at, tau):

@@ -274,7 +274,7 @@ class _Direction:
         def logd(u):
             t = math.exp(u)
             eps = m1 + var * t - 1.0 / t - 1.0 / (1.0 + t)
-            p2 = var + 1.0 / t ** 2 + 1.0 / (1.0 + t) ** 2
+            p2 = _psi2(t, var)
             return m1 * t + 0.5 * var * t * t - eps * t - math.log(t) - math.log1p(t) - 0.5 * (LOG_2PI + math.log(p2))
 
         lo, hi = math.log(T_MIN), math.log(T_MAX)
@@ -371,8 +371,7 @@ class _Direction:
                 lo = t
             else:
                 hi = t
-            d = vec[2] + 1.0 / t ** 2 + 1.0 / (1.0 + t) ** 2
-            nt = t - f / d
+            nt = t - f / _psi2(t, vec[2])
             if not (lo < nt < hi):
                 nt = math.sqrt(lo * hi)
             if abs(nt - t) <= 1e-13 * t or hi - lo <= 1e-14 * hi:
@@ -384,7 +383,7 @@ class _Direction:
         """The factor from t to the next tilt of a bracket search for the saddle point of eps: a Newton step on
         eps_of overshot by 5% (so that it usually brackets the root), between 1 +/- 1e-3 and ``cap`` (2 or 1/2)."""
         f = self.eps_of(t, vec) - eps
-        d = vec[2] + 1.0 / t ** 2 + 1.0 / (1.0 + t) ** 2
+        d = _psi2(t, vec[2])
         r = 1.0 - 1.05 * f / (d * t) if d > 0 and math.isfinite(f) else cap
         if not math.isfinite(r):
             return cap
@@ -405,11 +404,16 @@ class _Direction:
         return out
 
 
+def _psi2(t, K2):
+    """psi''(t) = K''(t) + 1/t^2 + 1/(1+t)^2, the slope of eps_of(t) = K'(t) - 1/t - 1/(1+t)."""
+    return K2 + 1.0 / t ** 2 + 1.0 / (1.0 + t) ** 2
+
+
 def _evaluate(t, vec, eps, A=None):
     """The SPA's approximations of log delta(eps) at tilt t from [K..K''''] (and the certified bounds from A, an
     upper bound on the tilted absolute third moments, when given: Theorem 5 holds at every tilt)."""
     K, K1, K2, K3, K4 = vec
-    p2 = K2 + 1.0 / t ** 2 + 1.0 / (1.0 + t) ** 2
+    p2 = _psi2(t, K2)
     p3 = K3 - 2.0 / t ** 3 - 2.0 / (1.0 + t) ** 3
     p4 = K4 + 6.0 / t ** 4 + 6.0 / (1.0 + t) ** 4
     log_msd0 = K - eps * t - math.log(t) - math.log1p(t) - 0.5 * (LOG_2PI + math.log(p2))
@@ -821,7 +825,7 @@ def epsilon(items, delta_, order=1, variant="msd"):
     # same search on exact evaluations (one evaluation where the model is accurate; more where the CGF's higher
     # derivatives outgrow the node spacing), for the leading direction and for the other where it is close
     est.sort(key=lambda x: -x[0])
-    margin = None
+    margin = math.inf  # until the leader's polish has measured the model's error
     for i, row in enumerate(est):
         if row[2] is None or (i > 0 and row[0] < est[0][0] - margin):
             continue
