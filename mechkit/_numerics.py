@@ -8,12 +8,15 @@ import math
 
 import numpy as np
 from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 from numba.experimental.function_type import _get_wrapper_address
 
 # Kernels are passed as first-class functions of this type.  Engine functions carry explicit signatures so
 # their cache key is structural: one compiled engine serves every family, in every process.
 f8 = types.float64
 A1 = types.float64[::1]
+A2 = types.float64[:, ::1]
 KT = types.FunctionType(f8(f8, A1))
 KERNEL_SIGNATURE = "float64(float64, float64[::1])"
 
@@ -42,6 +45,11 @@ class KernelRef:
             self._addr = _get_wrapper_address(self.dispatcher, KERNEL_SIG)
         return self._addr
 
+    @property
+    def address(self):
+        """The cfunc wrapper's address as an int (what ``_as_kernel`` takes)."""
+        return self.__wrapper_address__()
+
     def signature(self):
         return KERNEL_SIG
 
@@ -59,6 +67,20 @@ def kernel_refs(mod):
             ref = refs[name] = KernelRef(getattr(mod, "k_" + name))
         return ref
     return get
+
+
+@intrinsic
+def _as_kernel(typingctx, addr):
+    """The kernel at a cfunc wrapper address (an int64 from ``KernelRef.address``) as a first-class function.
+
+    Unboxing a first-class function argument calls back into Python twice per argument and call (~2 us each);
+    an address crosses the boundary as a plain integer.  The value built here is what Numba's own unboxing
+    builds for a ``KernelRef`` (its jit address is null there too): calls go through the C wrapper."""
+    def codegen(context, builder, signature, args):
+        sfunc = cgutils.create_struct_proxy(KT)(context, builder)
+        sfunc.c_addr = builder.inttoptr(args[0], context.get_value_type(types.voidptr))
+        return sfunc._getvalue()
+    return KT(types.int64), codegen
 
 
 LOG2 = math.log(2.0)
@@ -470,43 +492,57 @@ def _integrand(mode, f1, f2, f3, u, c, w, t, shift, mu, nmom, theta, out):
                 out[0] = v
 
 
-@njit(types.void(types.int64, KT, KT, KT, f8, f8, f8, f8, f8, f8, f8, types.int64, A1, A1, A1, A1, A1), cache=True, error_model="numpy")
-def _gk_interval(mode, f1, f2, f3, u0, u1, c, w, t, shift, mu, nmom, theta, res, err, absres, buf):
+@njit(types.void(types.int64, KT, KT, KT, f8, f8, f8, f8, f8, f8, f8, types.int64, A1, A1, A1, A1, A2, A1),
+      cache=True, error_model="numpy")
+def _gk_interval(mode, f1, f2, f3, u0, u1, c, w, t, shift, mu, nmom, theta, res, err, absres, fv, gauss):
+    """GK21 on [u0, u1]: res, err and absres (the integral of |f|) per component; fv (21, nmom + 1) and gauss are
+    work arrays.  The error estimate is |K21 - G10|, except in mode 4 (the SPA's tilted moments, whose callers put
+    the one kink of |L - mu|^3 on an interval end, so every interval's integrand is smooth), where it is QUADPACK's
+    (``resasc min(1, (200 |K21 - G10| / resasc)^1.5)``, floored at 50 ulp of absres): |K21 - G10| is the error of
+    the 10-point rule, orders of magnitude above the 21-point rule's own on smooth integrands."""
     half = 0.5 * (u1 - u0)
     ctr = 0.5 * (u1 + u0)
-    for j in range(nmom + 1):
+    m = nmom + 1
+    for j in range(m):
         res[j] = 0.0
-        err[j] = 0.0
         absres[j] = 0.0
-    gauss = np.zeros(nmom + 1)
-    _integrand(mode, f1, f2, f3, ctr, c, w, t, shift, mu, nmom, theta, buf)
-    for j in range(nmom + 1):
-        res[j] += _WGK[10] * buf[j]
-        absres[j] += _WGK[10] * abs(buf[j])
+        gauss[j] = 0.0
+    _integrand(mode, f1, f2, f3, ctr, c, w, t, shift, mu, nmom, theta, fv[20])
+    for j in range(m):
+        res[j] += _WGK[10] * fv[20, j]
+        absres[j] += _WGK[10] * abs(fv[20, j])
     for k in range(10):
         dx = half * _XGK[k]
-        for sgn_ in (-1.0, 1.0):
-            _integrand(mode, f1, f2, f3, ctr + sgn_ * dx, c, w, t, shift, mu, nmom, theta, buf)
-            for j in range(nmom + 1):
-                res[j] += _WGK[k] * buf[j]
-                absres[j] += _WGK[k] * abs(buf[j])
+        for s in range(2):
+            row = fv[2 * k + s]
+            _integrand(mode, f1, f2, f3, ctr - dx if s == 0 else ctr + dx, c, w, t, shift, mu, nmom, theta, row)
+            for j in range(m):
+                res[j] += _WGK[k] * row[j]
+                absres[j] += _WGK[k] * abs(row[j])
                 if k % 2 == 1:
-                    gauss[j] += _WG[k // 2] * buf[j]
-    for j in range(nmom + 1):
+                    gauss[j] += _WG[k // 2] * row[j]
+    for j in range(m):
+        e = abs(res[j] - gauss[j]) * half
+        if mode == 4:
+            mean = 0.5 * res[j]
+            asc = _WGK[10] * abs(fv[20, j] - mean)
+            for k in range(10):
+                asc += _WGK[k] * (abs(fv[2 * k, j] - mean) + abs(fv[2 * k + 1, j] - mean))
+            asc *= abs(half)
+            if asc != 0.0 and e != 0.0:
+                e = asc * min(1.0, (200.0 * e / asc) ** 1.5)
+            e = max(e, 50.0 * 2.220446049250313e-16 * absres[j] * abs(half))
         res[j] *= half
         absres[j] *= half
-        err[j] = abs(res[j] - gauss[j] * half)
+        err[j] = e
 
 
-@njit(types.Tuple((A1, A1))(types.int64, KT, KT, KT, f8, f8, f8, f8, f8, f8, f8, types.int64, A1, f8, types.int64), cache=True, error_model="numpy")
-def gk_integrate(mode, f1, f2, f3, a, b, c, w, t, shift, mu, nmom, theta, rtol, nsplit):
-    """Adaptive GK21 integral over x in [a, b] (ends may be infinite) in the mapped variable u.
-
-    The map x = c + w u/(1-u^2) puts the bulk of the integrand (centre c, width w) at u ~ 0.
-    Returns (integrals[0..nmom], estimated absolute errors[0..nmom]).
-    """
-    ua = _u_of_x(a, c, w)
-    ub = _u_of_x(b, c, w)
+@njit(types.Tuple((A1, A1))(types.int64, KT, KT, KT, A1, f8, f8, f8, f8, f8, types.int64, A1, f8),
+      cache=True, error_model="numpy")
+def _gk_adaptive(mode, f1, f2, f3, edges, c, w, t, shift, mu, nmom, theta, rtol):
+    """Adaptive GK21 in the mapped variable u, starting from the intervals between consecutive ``edges``:
+    the interval with the largest relative error contribution is halved until every component's error estimate
+    is within rtol of its integral of |f|.  Returns (integrals[0..nmom], estimated absolute errors)."""
     m = nmom + 1
     max_cap = 6000
     cap = 64  # grown on demand: a 6000-row allocation up front cost ~90 us per call (mmap + page faults)
@@ -515,23 +551,26 @@ def gk_integrate(mode, f1, f2, f3, a, b, c, w, t, shift, mu, nmom, theta, rtol, 
     vals = np.empty((cap, m))
     errs = np.empty((cap, m))
     absv = np.empty((cap, m))
-    buf = np.empty(m)
+    fv = np.empty((21, m))
+    gauss = np.empty(m)
     res = np.empty(m)
     err = np.empty(m)
     ab = np.empty(m)
     n = 0
-    if not (ub > ua):
-        return np.zeros(m), np.zeros(m)
-    for i in range(nsplit):
-        x0 = ua + (ub - ua) * i / nsplit
-        x1 = ua + (ub - ua) * (i + 1) / nsplit
-        _gk_interval(mode, f1, f2, f3, x0, x1, c, w, t, shift, mu, nmom, theta, res, err, ab, buf)
+    for i in range(edges.shape[0] - 1):
+        x0 = edges[i]
+        x1 = edges[i + 1]
+        if not (x1 > x0):
+            continue
+        _gk_interval(mode, f1, f2, f3, x0, x1, c, w, t, shift, mu, nmom, theta, res, err, ab, fv, gauss)
         lo[n] = x0
         hi[n] = x1
         vals[n, :] = res
         errs[n, :] = err
         absv[n, :] = ab
         n += 1
+    if n == 0:
+        return np.zeros(m), np.zeros(m)
     tot = np.zeros(m)
     tot_err = np.zeros(m)
     tot_abs = np.zeros(m)
@@ -591,12 +630,12 @@ def gk_integrate(mode, f1, f2, f3, a, b, c, w, t, shift, mu, nmom, theta, rtol, 
             tot[j] -= vals[best, j]
             tot_err[j] -= errs[best, j]
             tot_abs[j] -= absv[best, j]
-        _gk_interval(mode, f1, f2, f3, a0, mid, c, w, t, shift, mu, nmom, theta, res, err, ab, buf)
+        _gk_interval(mode, f1, f2, f3, a0, mid, c, w, t, shift, mu, nmom, theta, res, err, ab, fv, gauss)
         hi[best] = mid
         vals[best, :] = res
         errs[best, :] = err
         absv[best, :] = ab
-        _gk_interval(mode, f1, f2, f3, mid, b0, c, w, t, shift, mu, nmom, theta, res, err, ab, buf)
+        _gk_interval(mode, f1, f2, f3, mid, b0, c, w, t, shift, mu, nmom, theta, res, err, ab, fv, gauss)
         lo[n] = mid
         hi[n] = b0
         vals[n, :] = res
@@ -619,11 +658,58 @@ def gk_integrate(mode, f1, f2, f3, a, b, c, w, t, shift, mu, nmom, theta, rtol, 
     return np.zeros(m), np.zeros(m)
 
 
+@njit(types.Tuple((A1, A1))(types.int64, KT, KT, KT, f8, f8, f8, f8, f8, f8, f8, types.int64, A1, f8, types.int64), cache=True, error_model="numpy")
+def gk_integrate(mode, f1, f2, f3, a, b, c, w, t, shift, mu, nmom, theta, rtol, nsplit):
+    """Adaptive GK21 integral over x in [a, b] (ends may be infinite) in the mapped variable u.
+
+    The map x = c + w u/(1-u^2) puts the bulk of the integrand (centre c, width w) at u ~ 0; the search starts
+    from ``nsplit`` equal intervals in u.  Returns (integrals[0..nmom], estimated absolute errors[0..nmom]).
+    """
+    ua = _u_of_x(a, c, w)
+    ub = _u_of_x(b, c, w)
+    if not (ub > ua):
+        return np.zeros(nmom + 1), np.zeros(nmom + 1)
+    edges = np.empty(nsplit + 1)
+    for i in range(nsplit + 1):
+        edges[i] = ua + (ub - ua) * i / nsplit
+    return _gk_adaptive(mode, f1, f2, f3, edges, c, w, t, shift, mu, nmom, theta, rtol)
+
+
 @njit(f8(types.int64, KT, KT, f8, f8, A1), cache=True, error_model="numpy")
 def _gval(mode, f1, f2, x, t, theta):
     if mode == 0 and t != 0.0:
         return (1.0 + t) * f1(x, theta) - t * f2(x, theta)
     return f1(x, theta)
+
+
+@njit(f8(types.int64, KT, KT, f8, f8, f8, A1, f8, f8), cache=True, error_model="numpy")
+def _peak_width(mode, f1, f2, a, b, t, theta, xs, gs):
+    """About where g has dropped by 1 from its peak gs at xs: on each side, steps growing 4x from 1e-9 (1 + |xs|)
+    until it has, then 4 bisections in log of the last step (to ~9%); the mean of the two sides (a scale for the
+    quadrature map, not a precise quantity)."""
+    total = 0.0
+    for side in (-1.0, 1.0):
+        d = 1e-9 * (1.0 + abs(xs))
+        prev = d
+        for _ in range(400):
+            x = xs + side * d
+            if x < a or x > b:
+                break
+            g = _gval(mode, f1, f2, x, t, theta)
+            if not (g > gs - 1.0):
+                break
+            prev = d
+            d *= 4.0
+        if prev < d:
+            for _ in range(4):
+                mid = math.sqrt(prev * d)
+                x = xs + side * mid
+                if x >= a and x <= b and _gval(mode, f1, f2, x, t, theta) > gs - 1.0:
+                    prev = mid
+                else:
+                    d = mid
+        total += d
+    return 0.5 * total
 
 
 @njit(types.UniTuple(f8, 3)(types.int64, KT, KT, f8, f8, f8, A1), cache=True, error_model="numpy")
@@ -678,7 +764,7 @@ def peak_scan(mode, f1, f2, a, b, t, theta):
     g1 = _gval(mode, f1, f2, x1, t, theta)
     g2 = _gval(mode, f1, f2, x2, t, theta)
     for _ in range(300):
-        if not (right - left > 1e-13 * (1.0 + abs(left) + abs(right))):
+        if not (right - left > 1e-9 * (1.0 + abs(left) + abs(right))):  # a map centre: 1e-9 is plenty
             break
         if g1 >= g2 or g2 != g2:
             right = x2
@@ -697,20 +783,7 @@ def peak_scan(mode, f1, f2, a, b, t, theta):
     if not (gs >= best_g):
         xs = best_x
         gs = best_g
-    # width: step out on each side until g has dropped by 1; keep the mean of the two sides
-    total = 0.0
-    for side in (-1.0, 1.0):
-        d = 1e-9 * (1.0 + abs(xs))
-        for _ in range(400):
-            x = xs + side * d
-            if x < a or x > b:
-                break
-            g = _gval(mode, f1, f2, x, t, theta)
-            if not (g > gs - 1.0):
-                break
-            d *= 1.5
-        total += d
-    return xs, gs, 0.5 * total
+    return xs, gs, _peak_width(mode, f1, f2, a, b, t, theta, xs, gs)
 
 
 @njit(types.boolean(KT, KT, f8, f8, f8, f8, A1), cache=True, error_model="numpy")
@@ -728,19 +801,73 @@ def tilt_diverges(lp, lq, a, b, t, gs, theta):
     return False
 
 
-@njit(types.Tuple((f8, A1))(KT, KT, KT, f8, f8, f8, f8, types.int64, A1, f8, types.int64), cache=True, error_model="numpy")
-def tilt_piece(lp, lq, L, a, b, t, mu, nmom, theta, rtol, nsplit):
-    """One monotone piece's share of a tilted-moment pass in one call (what ``peak_scan``, the divergence check
-    and ``gk_integrate`` mode 4 do one after another, without three dispatches from Python).
+@njit(types.Tuple((f8, A1))(types.int64, types.int64, types.int64, types.int64, types.boolean, f8, f8, types.boolean,
+                            f8, f8, f8, f8, types.int64, A1, f8, types.int64), cache=True, error_model="numpy")
+def tilt_piece(lp_at, lq_at, L_at, inv_at, has_inv, a, b, inc, La, Lb, t, mu, nmom, theta, rtol, nsplit):
+    """One monotone piece's share of a tilted-moment pass in one call: peak scan, divergence check and adaptive
+    GK21 (mode 4, QUADPACK's error estimate), the quadrature started from ``nsplit`` intervals on each side of
+    the kink of |L - mu|^3 (where L = mu, found with the piece's checked inverse; L runs monotonically from La at
+    a to Lb at b), so that every interval's integrand is smooth.
 
     Returns (shift, integrals): the integrals of exp((1+t) lp - t lq - shift) (L - mu)^j for j < nmom and of
     exp(...) |L - mu|^3 (index nmom).  shift = +inf: the tilted MGF diverges on the piece (the integrand does not
-    decay at an infinite end); shift = -inf: the piece has no tilted mass.
+    decay at an infinite end); shift = -inf: the piece has no tilted mass.  The kernels (log p, log q, L and the
+    closed-form inverse of L, or L where there is none) come as addresses (``KernelRef.address``).
     """
+    lp = _as_kernel(lp_at)
+    lq = _as_kernel(lq_at)
+    L = _as_kernel(L_at)
+    inv = _as_kernel(inv_at)
     xs, gs, w = peak_scan(0, lp, lq, a, b, t, theta)
     if not (gs > -np.inf and gs < np.inf):
         return gs, np.zeros(nmom + 1)
     if tilt_diverges(lp, lq, a, b, t, gs, theta):
         return np.inf, np.zeros(nmom + 1)
-    res, _ = gk_integrate(4, lp, lq, L, a, b, xs, w, t, gs, mu, nmom, theta, rtol, nsplit)
+    w *= 4.0  # a map 4x wider than the peak: fewer halvings towards u = +/-1 (20 -> 14 intervals, Gaussian tails)
+    ua = _u_of_x(a, xs, w)
+    ub = _u_of_x(b, xs, w)
+    if not (ub > ua):
+        return gs, np.zeros(nmom + 1)
+    uk = np.nan
+    if min(La, Lb) < mu < max(La, Lb):
+        uk = _u_of_x(_checked_inverse(inv, has_inv, L, mu, a, b, inc, 1e-12, theta), xs, w)
+    if ua < uk < ub:
+        edges = np.empty(2 * nsplit + 1)
+        for i in range(nsplit + 1):
+            edges[i] = ua + (uk - ua) * i / nsplit
+            edges[nsplit + i] = uk + (ub - uk) * i / nsplit
+    else:
+        edges = np.empty(nsplit + 1)
+        for i in range(nsplit + 1):
+            edges[i] = ua + (ub - ua) * i / nsplit
+    res, _ = _gk_adaptive(4, lp, lq, L, edges, xs, w, t, gs, mu, nmom, theta, rtol)
     return gs, res
+
+
+@njit(types.Tuple((A1, f8))(A1, f8, f8, types.int64), cache=True, error_model="numpy")
+def tilt_cumulants(tot, g, center, n):
+    """([K, K', ..., K^(n)], A) from one tilted-moment pass: tot[j] = e^-g E~[(L - center)^j] (j = 0..n, the
+    unnormalised tilted moments about ``center``) and tot[n + 1] the same for |L - center|^3.  Central moments by
+    the binomial shift (the mean is close to the centre next to the spread), cumulants from them, and
+    A = ((E|L - c|^3)^(1/3) + |K' - c|)^3 >= E|L - K'|^3 (Minkowski).  All inf where the mass is not positive."""
+    out = np.empty(n + 1)
+    if not (tot[0] > 0.0 and tot[0] < np.inf):
+        out[:] = np.inf
+        return out, np.inf
+    raw = tot / tot[0]
+    m1 = raw[1]
+    cen = np.zeros(7)
+    for j in range(2, n + 1):
+        s = 0.0
+        binom = 1.0
+        for i in range(j + 1):  # sum_i C(j, i) raw_i (-m1)^(j - i)
+            s += binom * raw[i] * (-m1) ** (j - i)
+            binom = binom * (j - i) / (i + 1)
+        cen[j] = s
+    m2, m3, m4, m5, m6 = cen[2], cen[3], cen[4], cen[5], cen[6]
+    ks = (m2, m3, m4 - 3.0 * m2 * m2, m5 - 10.0 * m3 * m2, m6 - 15.0 * m4 * m2 - 10.0 * m3 * m3 + 30.0 * m2 ** 3)
+    out[0] = math.log(tot[0]) + g
+    out[1] = center + m1
+    for j in range(2, n + 1):
+        out[j] = ks[j - 2]
+    return out, (raw[n + 1] ** (1.0 / 3.0) + abs(m1)) ** 3

@@ -28,6 +28,8 @@ QUAD_RTOL = 1e-13
 #: tolerance of ``tilt_stats`` (the SPA's certificates): its error estimate is conservative (the measured error at
 #: 1e-11 is ~1e-13), and the SPA's bounds allow 1e-9 relative for the quadrature
 TILT_RTOL = 1e-11
+#: ``tilt_stats`` starts its quadrature from this many intervals on each side of the kink of |L - mu|^3
+TILT_NSPLIT = 2
 _NEG_INF = -np.inf
 
 
@@ -97,11 +99,22 @@ class Law:
         return acc
 
     def _piece_kernels(self, pc):
-        """(log p, log q, L) kernel references of a monotone piece (looked up once)."""
+        """(log p, log q, L, closed-form inverse of L or L, whether it is one) kernel references of a monotone
+        piece (looked up once)."""
         memo = self.__dict__.setdefault("_pk", {})
         got = memo.get(id(pc))
         if got is None:
-            got = memo[id(pc)] = (self._k(pc.v["logp"]), self._k(pc.v["logq"]), self._k(pc.v["L"]))
+            inv, has_inv, L = self._inverse(pc)
+            got = memo[id(pc)] = (self._k(pc.v["logp"]), self._k(pc.v["logq"]), L, inv, has_inv)
+        return got
+
+    def _piece_addresses(self, pc):
+        """``_piece_kernels`` as the engine's ``tilt_piece`` takes them: addresses (the refs stay alive in its memo)."""
+        memo = self.__dict__.setdefault("_pa", {})
+        got = memo.get(id(pc))
+        if got is None:
+            lp, lq, L, inv, has_inv = self._piece_kernels(pc)
+            got = memo[id(pc)] = (lp.address, lq.address, L.address, inv.address, has_inv)
         return got
 
     def _tilted_pieces(self, tau):
@@ -109,7 +122,7 @@ class Law:
         kernels, map centre, map width, log-shift); None when M(tau) is infinite."""
         out = []
         for pc in self.mono:
-            lp, lq, L = self._piece_kernels(pc)
+            lp, lq, L = self._piece_kernels(pc)[:3]
             xs, gs, w = N.peak_scan(0, lp, lq, pc.a, pc.b, tau, self.theta)
             if not np.isfinite(gs):
                 if gs == np.inf:
@@ -138,12 +151,14 @@ class Law:
             return np.full(n + 1, np.inf), np.inf
         parts = []
         for pc in self.mono:  # peak scan, divergence check and quadrature in one compiled call per piece
-            gs, res = N.tilt_piece(*self._piece_kernels(pc), pc.a, pc.b, tau, center, n + 1, self.theta,
-                                   TILT_RTOL, 8)
+            gs, res = N.tilt_piece(*self._piece_addresses(pc), pc.a, pc.b, pc.inc, pc.La, pc.Lb, tau, center, n + 1,
+                                   self.theta, TILT_RTOL, TILT_NSPLIT)
             if gs == np.inf:
                 return np.full(n + 1, np.inf), np.inf
             if gs > -np.inf:
                 parts.append((gs, res))
+        if len(parts) == 1 and not aw.size:
+            return N.tilt_cumulants(parts[0][1], parts[0][0], center, n)
         shifts = [g for g, _ in parts] + list(aw)
         if not shifts:
             raise DerivationError("the tilted distribution has no mass")
@@ -157,16 +172,7 @@ class Law:
             for j in range(n + 1):
                 tot[j] += float(np.sum(wa * d ** j))
             tot[n + 1] += float(np.sum(wa * np.abs(d) ** 3))
-        if not (tot[0] > 0 and math.isfinite(tot[0])):
-            return np.full(n + 1, np.inf), np.inf
-        raw = tot / tot[0]          # moments about the center
-        m1 = raw[1]
-        cen = np.zeros(7)
-        for j in range(2, n + 1):   # central moments by the binomial shift (m1 is small next to the spread)
-            cen[j] = sum(math.comb(j, i) * raw[i] * (-m1) ** (j - i) for i in range(j + 1))
-        ks = cumulants_from_central(cen[2], cen[3], cen[4], cen[5], cen[6])
-        vec = np.concatenate(([math.log(tot[0]) + g, center + m1], ks[: n - 1]))
-        A = (raw[n + 1] ** (1.0 / 3.0) + abs(m1)) ** 3
+        vec, A = N.tilt_cumulants(tot, g, center, n)
         return vec, A
 
 

@@ -64,15 +64,29 @@ def _plrv_node(plrv, j):
             i = next((i for i in (j - 1, j + 1) if i in memo and memo[i][0] is not None), None)
             if i is not None:
                 centre = _taylor(memo[i][0], t - math.exp(i * H_NODE), 1)[1]
-            else:
-                centre = float(plrv.cgf_vector(t, 1)[1])
+            else:  # the first node: the Gaussian model's mean, re-centred below where that is far off
+                m1, var = _moments_at_zero(plrv)
+                centre = m1 + t * var
+            got = [None, None]
             if math.isfinite(centre):
                 v, A = plrv.tilt_stats(t, centre, 6)
-                got = [v.tolist(), A] if np.all(np.isfinite(v)) and math.isfinite(A) else [None, None]
-            else:
-                got = [None, None]
+                if i is None and np.all(np.isfinite(v)):
+                    if not (v[2] > 0 and abs(v[1] - centre) <= RECENTRE * math.sqrt(v[2])):
+                        v, A = plrv.tilt_stats(t, float(v[1]), 6)
+                    elif math.isfinite(A):
+                        # the moments are accurate, but the absolute moment about a centre this far off bounds the
+                        # one about the mean loosely (and would make the bounds' tilts depend on which node came
+                        # first): computed about the mean when needed (_plrv_abs3)
+                        A = None
+                if np.all(np.isfinite(v)) and (A is None or math.isfinite(A)):
+                    got = [v.tolist(), A]
         memo[j] = got
     return got[0]
+
+
+#: a node's quadrature is repeated about the tilted mean when its centre was further than this many standard
+#: deviations from it (the central moments come from moments about the centre by the binomial shift)
+RECENTRE = 0.25
 
 
 def _moments_at_zero(plrv):
@@ -278,11 +292,29 @@ class _Direction:
             return m1 * t + 0.5 * var * t * t - eps * t - math.log(t) - math.log1p(t) - 0.5 * (LOG_2PI + math.log(p2))
 
         lo, hi = math.log(T_MIN), math.log(T_MAX)
-        if not (logd(lo) > target > logd(hi)):
+        flo, fhi = logd(lo) - target, logd(hi) - target
+        if not (flo > 0 > fhi):
             return None
-        for _ in range(30):  # a first guess: 3e-8 in log t is plenty
-            mid = 0.5 * (lo + hi)
-            lo, hi = (mid, hi) if logd(mid) > target else (lo, mid)
+        side = 0
+        for _ in range(60):  # Illinois regula falsi; a first guess: 3e-8 in log t is plenty
+            if hi - lo <= 3e-8:
+                break
+            mid = lo + (hi - lo) * flo / (flo - fhi)
+            if not (lo < mid < hi):
+                mid = 0.5 * (lo + hi)
+            f = logd(mid) - target
+            if f > 0:
+                lo, flo = mid, f
+                if side == +1:
+                    fhi *= 0.5
+                side = +1
+            else:
+                hi, fhi = mid, f
+                if side == -1:
+                    flo *= 0.5
+                side = -1
+            if abs(f) <= 1e-9:
+                return mid
         return 0.5 * (lo + hi)
 
     def sup(self):
