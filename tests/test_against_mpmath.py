@@ -124,6 +124,31 @@ def test_cgf_orders(pair, t):
             assert abs(got[k] - float(expect[k])) <= tol, (name, direction, t, k, got[k], float(expect[k]))
 
 
+@pytest.mark.parametrize("t", [0.3, 2.5, 12.0])
+def test_tilt_stats_one_pass(pair, t):
+    # the SPA's exact evaluations (one adaptive pass about a centre, started on each side of the kink of
+    # |L - centre|^3, QUADPACK's error estimate) against the mpmath CGF, centred and 0.2 sd off-centre
+    name, m, o = pair
+    for direction in ("remove", "add"):
+        p = m.plrv(direction)
+        if not math.isfinite(p.cgf(t)):
+            assert not math.isfinite(p.tilt_stats(t, 0.0, 4)[0][0])
+            continue
+        expect = [float(v) for v in o.cgf_all(t, 4, direction)]
+        sd = math.sqrt(expect[2])
+        for off in (0.0, 0.2):
+            got, A = p.tilt_stats(t, expect[1] + off * sd, 4)
+            for k in range(5):
+                tol = RTOL * abs(expect[k]) + (1e-9 if k < 3 else 1e-7) * sd ** k
+                assert abs(got[k] - expect[k]) <= tol, (name, direction, t, off, k, got[k], expect[k])
+            # A >= E|L_t - K'(t)|^3, which lies between sd^3 and sqrt(m2 m4) (Lyapunov, Cauchy-Schwarz);
+            # centred, A is that moment itself
+            m4 = expect[4] + 3 * expect[2] ** 2
+            assert sd ** 3 * (1 - 1e-9) <= A, (name, direction, t, off, A)
+            if off == 0.0:
+                assert A <= math.sqrt(expect[2] * m4) * (1 + 1e-9), (name, direction, t, A)
+
+
 def test_privacy_curve(pair):
     name, m, o = pair
     for eps in (0.0, 0.05, 0.3):
