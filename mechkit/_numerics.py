@@ -826,22 +826,22 @@ def tilt_piece(lp_at, lq_at, L_at, inv_at, has_inv, a, b, inc, La, Lb, t, mu, nm
     w *= 4.0  # a map 4x wider than the peak: fewer halvings towards u = +/-1 (20 -> 14 intervals, Gaussian tails)
     ua = _u_of_x(a, xs, w)
     ub = _u_of_x(b, xs, w)
-    if not (ub > ua):
-        return gs, np.zeros(nmom + 1)
     uk = np.nan
     if min(La, Lb) < mu < max(La, Lb):
         uk = _u_of_x(_checked_inverse(inv, has_inv, L, mu, a, b, inc, 1e-12, theta), xs, w)
-    if ua < uk < ub:
-        edges = np.empty(2 * nsplit + 1)
-        for i in range(nsplit + 1):
-            edges[i] = ua + (uk - ua) * i / nsplit
-            edges[nsplit + i] = uk + (ub - uk) * i / nsplit
-    else:
-        edges = np.empty(nsplit + 1)
-        for i in range(nsplit + 1):
-            edges[i] = ua + (ub - ua) * i / nsplit
-    res, _ = _gk_adaptive(4, lp, lq, L, edges, xs, w, t, gs, mu, nmom, theta, rtol)
-    return gs, res
+    if not (ua < uk < ub):  # no kink inside the piece: equal intervals
+        return gs, gk_integrate(4, lp, lq, L, a, b, xs, w, t, gs, mu, nmom, theta, rtol, nsplit)[0]
+    edges = np.empty(2 * nsplit + 1)
+    for i in range(nsplit + 1):
+        edges[i] = ua + (uk - ua) * i / nsplit
+        edges[nsplit + i] = uk + (ub - uk) * i / nsplit
+    return gs, _gk_adaptive(4, lp, lq, L, edges, xs, w, t, gs, mu, nmom, theta, rtol)[0]
+
+
+@njit(types.UniTuple(f8, 5)(f8, f8, f8, f8, f8), cache=True, error_model="numpy")
+def cumulants_from_central(m2, m3, m4, m5, m6):
+    """Cumulants 2..6 from central moments 2..6."""
+    return (m2, m3, m4 - 3.0 * m2 * m2, m5 - 10.0 * m3 * m2, m6 - 15.0 * m4 * m2 - 10.0 * m3 * m3 + 30.0 * m2 ** 3)
 
 
 @njit(types.Tuple((A1, f8))(A1, f8, f8, types.int64), cache=True, error_model="numpy")
@@ -864,8 +864,7 @@ def tilt_cumulants(tot, g, center, n):
             s += binom * raw[i] * (-m1) ** (j - i)
             binom = binom * (j - i) / (i + 1)
         cen[j] = s
-    m2, m3, m4, m5, m6 = cen[2], cen[3], cen[4], cen[5], cen[6]
-    ks = (m2, m3, m4 - 3.0 * m2 * m2, m5 - 10.0 * m3 * m2, m6 - 15.0 * m4 * m2 - 10.0 * m3 * m3 + 30.0 * m2 ** 3)
+    ks = cumulants_from_central(cen[2], cen[3], cen[4], cen[5], cen[6])
     out[0] = math.log(tot[0]) + g
     out[1] = center + m1
     for j in range(2, n + 1):

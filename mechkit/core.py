@@ -44,14 +44,6 @@ def _lse(a, axis=None):
     return np.squeeze(out, axis=axis) if axis is not None else float(out.reshape(()))
 
 
-def cumulants_from_central(m2, m3, m4, m5, m6):
-    """Cumulants 2..6 from central moments 2..6."""
-    k4 = m4 - 3 * m2 ** 2
-    k5 = m5 - 10 * m3 * m2
-    k6 = m6 - 15 * m4 * m2 - 10 * m3 ** 2 + 30 * m2 ** 3
-    return (m2, m3, k4, k5, k6)
-
-
 class AtomSet:
     """Point masses of L: sorted distinct values with log-masses under P and Q."""
 
@@ -673,7 +665,7 @@ def _combine_cgf(parts, at, tau, order, central_pass, vector=False, abs3=False):
     cm = cen / I0
     full = np.zeros(7)
     full[: order + 1] = cm[: order + 1]
-    ks = cumulants_from_central(full[2], full[3], full[4], full[5], full[6])
+    ks = N.cumulants_from_central(full[2], full[3], full[4], full[5], full[6])
     if vector:
         return np.concatenate(([K0, mu], ks[: order - 1]))
     return ks[order - 2]

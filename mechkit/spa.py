@@ -292,29 +292,11 @@ class _Direction:
             return m1 * t + 0.5 * var * t * t - eps * t - math.log(t) - math.log1p(t) - 0.5 * (LOG_2PI + math.log(p2))
 
         lo, hi = math.log(T_MIN), math.log(T_MAX)
-        flo, fhi = logd(lo) - target, logd(hi) - target
-        if not (flo > 0 > fhi):
+        vlo, vhi = logd(lo), logd(hi)
+        if not (vlo > target > vhi):
             return None
-        side = 0
-        for _ in range(60):  # Illinois regula falsi; a first guess: 3e-8 in log t is plenty
-            if hi - lo <= 3e-8:
-                break
-            mid = lo + (hi - lo) * flo / (flo - fhi)
-            if not (lo < mid < hi):
-                mid = 0.5 * (lo + hi)
-            f = logd(mid) - target
-            if f > 0:
-                lo, flo = mid, f
-                if side == +1:
-                    fhi *= 0.5
-                side = +1
-            else:
-                hi, fhi = mid, f
-                if side == -1:
-                    flo *= 0.5
-                side = -1
-            if abs(f) <= 1e-9:
-                return mid
+        # a first guess: 3e-8 in log t (or 1e-9 in log delta) is plenty
+        lo, hi = _falsi(logd, target, lo, hi, vlo, vhi, 3e-8, 0.0, ftol=1e-9, iters=60)
         return 0.5 * (lo + hi)
 
     def sup(self):
@@ -554,9 +536,16 @@ def _cross(f, target, e0, scale, floor=-math.inf):
             step *= 2.0
     if a is None or b is None:
         raise NumericalLimitError("the saddle-point bound has no crossing near the saddle point (report this as a bug)")
-    side = 0
-    for _ in range(200):
-        if b - a <= 1e-12 * (1.0 + abs(a)):
+    return _falsi(f, target, a, b, va, vb, 1e-12, 1e-12)
+
+
+def _falsi(f, target, a, b, va, vb, atol, rtol, ftol=-1.0, iters=200):
+    """Illinois regula falsi on a bracket of a decreasing crossing, f(a) = va >= target > vb = f(b) (bisection where
+    an end's value is not finite): (a, b) once b - a <= atol + rtol |a|, or (m, m) at a point m where
+    |f(m) - target| <= ftol."""
+    side = 0  # which end was kept last: its value is halved towards the target when it is kept again
+    for _ in range(iters):
+        if b - a <= atol + rtol * abs(a):
             break
         if math.isfinite(va) and math.isfinite(vb):
             m = a + (b - a) * (va - target) / (va - vb)
@@ -565,6 +554,8 @@ def _cross(f, target, e0, scale, floor=-math.inf):
         else:
             m = 0.5 * (a + b)
         v = f(m)
+        if abs(v - target) <= ftol:
+            return m, m
         if v >= target:
             a, va = m, v
             if side == +1:
