@@ -135,12 +135,15 @@ class Law:
         """
         if n not in range(2, 7):
             raise ValueError(f"n must be in 2..6, got {n!r}")
-        terms = _atom_terms(self.atoms, tau)
-        if terms is None:
-            return np.full(n + 1, np.inf), np.inf
-        aw, av = terms
-        if np.any(np.isinf(av)):
-            return np.full(n + 1, np.inf), np.inf
+        if self.atoms.values.size:
+            terms = _atom_terms(self.atoms, tau)
+            if terms is None:
+                return np.full(n + 1, np.inf), np.inf
+            aw, av = terms
+            if np.any(np.isinf(av)):
+                return np.full(n + 1, np.inf), np.inf
+        else:
+            aw = ()
         parts = []
         for pc in self.mono:  # peak scan, divergence check and quadrature in one compiled call per piece
             gs, res = N.tilt_piece(*self._piece_addresses(pc), pc.a, pc.b, pc.inc, pc.La, pc.Lb, tau, center, n + 1,
@@ -149,7 +152,7 @@ class Law:
                 return np.full(n + 1, np.inf), np.inf
             if gs > -np.inf:
                 parts.append((gs, res))
-        if len(parts) == 1 and not aw.size:
+        if len(parts) == 1 and not len(aw):
             return N.tilt_cumulants(parts[0][1], parts[0][0], center, n)
         shifts = [g for g, _ in parts] + list(aw)
         if not shifts:
@@ -158,7 +161,7 @@ class Law:
         tot = np.zeros(n + 2)
         for gs, res in parts:
             tot += res * math.exp(gs - g)
-        if aw.size:
+        if len(aw):
             wa = np.exp(aw - g)
             d = av - center
             for j in range(n + 1):

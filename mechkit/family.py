@@ -26,6 +26,7 @@ from .gdp import log1mexp
 from .errors import NumericalLimitError, ParameterError, SpecificationError, check_finite_real
 
 _FAMILIES = {}
+_SIGNS = np.array([1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 1.0])  # (-1)^j: d^j/dt^j of K(b - t)
 DIRECTIONS = ("both", "remove", "add")
 
 
@@ -569,13 +570,15 @@ class PLRV:
         center = check_finite_real("center", center)
         memo = self.__dict__.setdefault("_tilt_memo", {})
         key = (t, center, n)
-        if key not in memo:
+        got = memo.get(key)
+        if got is None:
             if len(memo) >= 4096:
                 memo.clear()
             vec, A = self._core.tilt_stats(self._a * t + self._b, self._a * center, n)
-            memo[key] = (np.asarray(vec, float) * self._a ** np.arange(n + 1), float(A))
-        vec, A = memo[key]
-        return vec.copy(), A
+            if self._a != 1.0:
+                vec = vec * _SIGNS[: n + 1]
+            got = memo[key] = (vec, float(A))
+        return got[0].copy(), got[1]
 
     def mgf(self, t):
         return np.exp(self.cgf(t))

@@ -218,11 +218,13 @@ class _Direction:
         per = self.node(j)[0]
         return [float(_taylor(per[i], d, 1)[1]) for i in range(len(self.parts))]
 
-    def exact(self, t):
-        """([K..K''''] of the composition by quadrature at t, sum_i k_i E|L_i,t - K_i'(t)|^3 bounded above)."""
+    def exact(self, t, centres=None):
+        """([K..K''''] of the composition by quadrature at t, sum_i k_i E|L_i,t - K_i'(t)|^3 bounded above), the
+        quadratures centred on the model's K_i'(t), or on ``centres`` (then A may bound loosely where they are far
+        from the K_i'(t), and the model is not consulted)."""
         vec = np.zeros(5)
         A = 0.0
-        for (plrv, c), ctr in zip(self.parts, self.centres(t)):
+        for (plrv, c), ctr in zip(self.parts, self.centres(t) if centres is None else centres):
             v, a = plrv.tilt_stats(t, ctr, 4)
             vec += c * v
             A += c * a
@@ -266,7 +268,7 @@ class _Direction:
                     lo = mid
                 else:
                     hi = mid
-            t = math.exp(0.5 * (lo + hi))
+            t = math.exp(math.floor(0.5 * (lo + hi) / H_NODE) * H_NODE)  # a node: see _solve_t
             if T_MIN < t < 0.5 * T_MAX and self.finite(t):
                 return t
         return self.start()
@@ -286,18 +288,34 @@ class _Direction:
             return None
 
         def logd(u):
+            """log delta_MSD0 of the Gaussian model at its saddle point t = e^u (K'(0) cancels), and d/du of it."""
             t = math.exp(u)
-            eps = m1 + var * t - 1.0 / t - 1.0 / (1.0 + t)
             p2 = _psi2(t, var)
-            return m1 * t + 0.5 * var * t * t - eps * t - math.log(t) - math.log1p(t) - 0.5 * (LOG_2PI + math.log(p2))
+            dp2 = -2.0 / t ** 3 - 2.0 / (1.0 + t) ** 3
+            v = (1.0 - 0.5 * var * t * t + t / (1.0 + t) - math.log(t) - math.log1p(t)
+                 - 0.5 * (LOG_2PI + math.log(p2)))
+            dv = t * (-var * t + 1.0 / (1.0 + t) ** 2 - 1.0 / t - 1.0 / (1.0 + t) - 0.5 * dp2 / p2)
+            return v, dv
 
         lo, hi = math.log(T_MIN), math.log(T_MAX)
-        vlo, vhi = logd(lo), logd(hi)
-        if not (vlo > target > vhi):
+        if not (logd(lo)[0] > target > logd(hi)[0]):
             return None
-        # a first guess: 3e-8 in log t (or 1e-9 in log delta) is plenty
-        lo, hi = _falsi(logd, target, lo, hi, vlo, vhi, 3e-8, 0.0, ftol=1e-9, iters=60)
-        return 0.5 * (lo + hi)
+        # safeguarded Newton (decreasing in u) from the leading term -var t^2 / 2 = target; a first guess:
+        # 3e-8 in log t (or 1e-9 in log delta) is plenty
+        u = min(max(0.5 * math.log(2.0 * max(1.0 - target, 1.0) / var), lo), hi)
+        for _ in range(100):
+            v, dv = logd(u)
+            if abs(v - target) <= 1e-9:
+                break
+            if v > target:
+                lo = u
+            else:
+                hi = u
+            if hi - lo <= 3e-8:
+                return 0.5 * (lo + hi)
+            nu = u - (v - target) / dv if dv < 0 else math.nan
+            u = nu if lo < nu < hi else 0.5 * (lo + hi)
+        return u
 
     def sup(self):
         """The largest value the composed loss can take (inf for unbounded losses)."""
@@ -477,6 +495,13 @@ def _check(order, variant):
         raise ParameterError(f"order must be 0 or 1 for method='spa', got {order!r}")
 
 
+def _modelled_value(key):
+    """fn(r) for _solve_t: the estimate's log-delta at r."""
+    def fn(r):
+        return _value(r, key)
+    return fn
+
+
 def _value(res, key):
     """The estimate's log-delta; MSD1 falls back to MSD0 where its correction factor is not positive."""
     v = res[key]
@@ -490,6 +515,23 @@ class _ZeroDelta(Exception):
 
 
 # -- certificates ----------------------------------------------------------------------------------------------
+def _below(dirn, first, t, eps, target):
+    """True when one exact evaluation of ``dirn`` at the tilt t (the first direction's saddle point; the
+    quadratures centred on the first's K_i'(t)) certifies delta(eps) <= exp(target) for it: then its epsilon is at
+    most eps."""
+    vec, A = dirn.exact(t, first.centres(t))
+    if not (math.isfinite(vec[0]) and vec[2] > 0 and math.isfinite(A)):
+        return False
+    return _chernoff_or_theorem5(t, vec, A, eps) <= target
+
+
+def _chernoff_or_theorem5(t, vec, A, eps):
+    """The better of two certified upper bounds on log delta(eps) from exact values at the tilt t: Chernoff's
+    e^(K - t eps) t^t / (1+t)^(1+t) and Theorem 5."""
+    chernoff = vec[0] - t * eps + t * math.log(t) - (1.0 + t) * math.log1p(t) + math.log1p(QUAD_SLACK)
+    return min(chernoff, _bound_at(t, vec, A, "log_upper")(eps))
+
+
 def _node_log_upper(dirn, t, eps):
     """A certified upper bound on log delta(eps) of one direction from the memoised node nearest t: the better of
     Theorem 5 and the Chernoff bound e^(K - t eps) t^t / (1+t)^(1+t) at that node's exact values."""
@@ -497,9 +539,7 @@ def _node_log_upper(dirn, t, eps):
     comp = dirn.node(j)[1]
     if comp is None:
         return math.inf
-    tj = math.exp(j * H_NODE)
-    chernoff = comp[0] - tj * eps + tj * math.log(tj) - (1.0 + tj) * math.log1p(tj) + math.log1p(QUAD_SLACK)
-    return min(chernoff, _bound_at(tj, comp, dirn.node_abs3(j), "log_upper")(eps))
+    return _chernoff_or_theorem5(math.exp(j * H_NODE), comp, dirn.node_abs3(j), eps)
 
 
 def _cross(f, target, e0, scale, floor=-math.inf):
@@ -539,12 +579,11 @@ def _cross(f, target, e0, scale, floor=-math.inf):
     return _falsi(f, target, a, b, va, vb, 1e-12, 1e-12)
 
 
-def _falsi(f, target, a, b, va, vb, atol, rtol, ftol=-1.0, iters=200):
+def _falsi(f, target, a, b, va, vb, atol, rtol):
     """Illinois regula falsi on a bracket of a decreasing crossing, f(a) = va >= target > vb = f(b) (bisection where
-    an end's value is not finite): (a, b) once b - a <= atol + rtol |a|, or (m, m) at a point m where
-    |f(m) - target| <= ftol."""
+    an end's value is not finite): (a, b) once b - a <= atol + rtol |a|."""
     side = 0  # which end was kept last: its value is halved towards the target when it is kept again
-    for _ in range(iters):
+    for _ in range(200):
         if b - a <= atol + rtol * abs(a):
             break
         if math.isfinite(va) and math.isfinite(vb):
@@ -554,8 +593,6 @@ def _falsi(f, target, a, b, va, vb, atol, rtol, ftol=-1.0, iters=200):
         else:
             m = 0.5 * (a + b)
         v = f(m)
-        if abs(v - target) <= ftol:
-            return m, m
         if v >= target:
             a, va = m, v
             if side == +1:
@@ -579,11 +616,20 @@ def _bound_at(t, vec, A, which):
     return f
 
 
-def _modelled(dirn, which):
-    """fn(r) for _solve_t: the model's log upper or lower bound at r's tilt and epsilon (locating only)."""
+def _modelled(dirn, which, anchor=None):
+    """fn(r) for _solve_t: the model's log upper or lower bound at r's tilt and epsilon (locating only).  The
+    tilted absolute third moment: interpolated between the nodes, or, with ``anchor`` = (K'', K''', A) exact at a
+    nearby tilt, A scaled as K''' (the two are close where the tilted loss is skewed, and their ratio changes
+    little where it is not; as K''^(3/2) where K''' is not positive)."""
     def fn(r):
-        K, K2 = r["vec"][0], r["vec"][2]
-        return _log_bounds(r["t"], K, K2, dirn.abs3_model(r["t"]), r["eps"], r["log_clt"])[which]
+        K, K2, K3 = r["vec"][0], r["vec"][2], r["vec"][3]
+        if anchor is None:
+            A = dirn.abs3_model(r["t"])
+        elif K3 > 0 and anchor[1] > 0:
+            A = anchor[2] * K3 / anchor[1]
+        else:
+            A = anchor[2] * (K2 / anchor[0]) ** 1.5
+        return _log_bounds(r["t"], K, K2, A, r["eps"], r["log_clt"])[which]
     return fn
 
 
@@ -615,24 +661,60 @@ def _upper_eps(dirn, target, u0=None):
 LOWER_RETRIES = 5
 
 
-def _lower_locate(dirn, target, u0=None):
+def _lower_locate(dirn, target, u0=None, anchor=None):
     """log of the tilt where the model puts the lower bound's crossing of delta (None: no positive lower bound)."""
-    return _root(dirn, target, _modelled(dirn, "log_lower"), u0, utol=1e-7, vtol=1e-3)
+    return _root(dirn, target, _modelled(dirn, "log_lower", anchor), u0, utol=1e-7, vtol=1e-3)
 
 
-def _lower_eps(dirn, target, u):
+def _lower_eps(dirn, target, u, uppers=None):
     """A certified epsilon_lo with delta(epsilon_lo) >= exp(target) for one direction (0 when none is found), from
     the exact values at the located tilt u (stepped down where the model put it on the edge of the region where
-    the bound is positive)."""
+    the bound is positive).  With a list ``uppers``, the upper bound at each tilt evaluated is appended to it
+    (as _upper_at's (epsilon_up, where))."""
     if u is None:
         return 0.0
     for i in range(LOWER_RETRIES):
         t = math.exp(u - (2 ** i - 1) * H_NODE)
         vec, A = dirn.exact(t)
+        if uppers is not None:
+            uppers.append(_upper_at(dirn, target, t, vec, A))
         a, _ = _cross(_bound_at(t, vec, A, "log_lower"), target, dirn.eps_of(t), 1.0 / t, floor=0.0)
         if a is not None:
             return max(a, 0.0)
     return 0.0
+
+
+def _upper_at(dirn, target, t, vec, A):
+    """(epsilon_up, (t, vec, A, epsilon_up)): Theorem 5's upper bound solved in epsilon at the tilt t (exact
+    values vec, A there)."""
+    _, b = _cross(_bound_at(t, vec, A, "log_upper"), target, dirn.eps_of(t, vec), 1.0 / t)
+    return max(b, 0.0), (t, vec, A, b)
+
+
+def _bounds(dirn, target, u_anchor):
+    """Certified (epsilon_lo, epsilon_up, where) for one direction; ``where`` = (t, vec, A, epsilon) of the upper
+    bound (None when it is 0 without an evaluation).
+
+    ``u_anchor``: log of the model's SP-MSD1 saddle point for delta (the default estimate's tilt, so its exact
+    evaluation is usually shared with the estimate).  Theorem 5 holds at every tilt: the upper bound is solved at
+    the anchor and at the tilt(s) of the lower bound, the smaller kept; the lower bound's tilt is located on the
+    model with the anchor's absolute third moment scaled as K''' (_modelled), then solved there on exact values.
+    Without an anchor (the approximation never reaches delta) both tilts are located on the model alone.
+    """
+    if u_anchor is None:
+        up, where = _upper_eps(dirn, target)
+        return _lower_eps(dirn, target, _lower_locate(dirn, target)), up, where
+    t = math.exp(u_anchor)
+    vec, A = dirn.exact(t)
+    anchor = (vec[2], vec[3], A)
+    uppers = [_upper_at(dirn, target, t, vec, A)]
+    u = _root(dirn, target, _modelled(dirn, "log_upper", anchor), u_anchor, utol=1e-7, vtol=1e-3)
+    if u is not None and u != u_anchor:
+        t = math.exp(u)
+        uppers.append(_upper_at(dirn, target, t, *dirn.exact(t)))
+    lo = _lower_eps(dirn, target, _lower_locate(dirn, target, u_anchor, anchor), uppers)
+    up, where = min(uppers, key=lambda x: x[0])
+    return lo, up, where
 
 
 # -- the queries -------------------------------------------------------------------------------------------------
@@ -703,8 +785,12 @@ def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10):
     """
     if u0 is None:
         u0 = dirn.model_start(target)
-        if u0 is not None and not dirn.finite(math.exp(u0)):
-            u0 = None
+        if u0 is not None:
+            # a guess: moved down to the node below it, so that the model there needs that node only (between
+            # nodes, the one above is needed too, to know that the CGF is finite there)
+            u0 = math.floor(u0 / H_NODE) * H_NODE
+            if not dirn.finite(math.exp(u0)):
+                u0 = None
     u = math.log(dirn.start()) if u0 is None else u0
     lo_u, hi_u = -math.inf, math.inf  # fn > target at lo_u, < target at hi_u
     lo_v, hi_v = math.nan, math.nan
@@ -713,6 +799,7 @@ def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10):
     stalls, last_v = 0, math.inf
     widths = []
     cap = math.log(16.0)
+    blind = 0  # steps taken without a finite value on the unknown side
     for _ in range(200):
         t = math.exp(u)
         if not dirn.finite(t):
@@ -762,10 +849,13 @@ def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10):
                     stalls += 1
                 last_v = v
             else:
-                # one side unknown: a Newton step, capped at a factor 16 in t
+                # one side unknown: a Newton step, capped at a factor 16 in t; where the value is not finite (e.g. a
+                # lower bound that is not positive at this tilt), steps of 2, 8, 32, ... nodes
                 nu = u - v / slope if math.isfinite(v) and slope < 0 else math.nan
                 if not math.isfinite(nu):
-                    nu = u + cap if v > 0 else u - cap
+                    blind += 1
+                    step = min(cap, 2.0 * 4.0 ** (blind - 1) * H_NODE)
+                    nu = u + step if v > 0 else u - step
                 nu = min(max(nu, u - cap), u + cap)
                 if v > 0:
                     nu = max(nu, u + 1e-3)
@@ -826,10 +916,11 @@ def epsilon(items, delta_, order=1, variant="msd"):
     """epsilon(delta) by the SPA (max over add and remove), with certified lower and upper bounds.
 
     The estimate: the saddle point where the approximation equals delta, found on the model and polished on exact
-    evaluations (the approximation is always evaluated with exact CGF values).  The bounds
-    (certified): the tilts located on the model, then Theorem 5 solved in epsilon at each tilt from one exact
-    evaluation; the lower bound is the larger of the two directions' (each bounds the maximum), the upper
-    bound the larger, the other direction checked first at its nearest memoised node.
+    evaluations (the approximation is always evaluated with exact CGF values).  The bounds (certified):
+    Theorem 5 solved in epsilon from exact evaluations at the model's SP-MSD1 saddle point and at the lower
+    bound's tilt located on the model (``_bounds``); the lower bound is the larger of the two directions' (each
+    bounds the maximum), the upper bound the larger, the other direction checked first at its nearest memoised
+    node.
     """
     _check(order, variant)
     d = check_finite_real("delta", delta_, low=0.0, high=1.0)
@@ -837,48 +928,64 @@ def epsilon(items, delta_, order=1, variant="msd"):
     key = _estimate_key(order, variant)
     dirs = _directions(items)
 
-    def fn(r):
-        return _value(r, key)
-
-    est = []
-    for dirn in dirs:
-        u = _root(dirn, target, fn)
-        est.append([0.0 if u is None else max(dirn.eps_of(math.exp(u)), 0.0), dirn, u])
+    fn = _modelled_value(key)
     # the estimate is the approximation evaluated with exact CGF values: the model's root is polished by the
     # same search on exact evaluations (one evaluation where the model is accurate; more where the CGF's higher
-    # derivatives outgrow the node spacing), for the leading direction and for the other where it is close
-    est.sort(key=lambda x: -x[0])
-    margin = math.inf  # until the leader's polish has measured the model's error
-    for i, row in enumerate(est):
-        if row[2] is None or (i > 0 and row[0] < est[0][0] - margin):
+    # derivatives outgrow the node spacing).  The first direction first; the other is skipped where one exact
+    # evaluation at the first's tilt certifies that its epsilon is below the first's estimate, else polished too
+    # where its model value is close to the first's
+    est = []
+    anchors = {}  # the model's roots (SP-MSD1's for the default estimate: the bounds' anchors)
+    dominated = set()
+    margin = math.inf  # until the first direction's polish has measured the model's error
+    for i, dirn in enumerate(dirs):
+        if i > 0 and est[0][2] is not None and _below(dirn, dirs[0], math.exp(est[0][2]), est[0][0], target):
+            dominated.add(id(dirn))
+            continue
+        u = anchors[id(dirn)] = _root(dirn, target, fn)
+        row = [0.0 if u is None else max(dirn.eps_of(math.exp(u)), 0.0), dirn, u]
+        est.append(row)
+        if u is None or (i > 0 and row[0] < est[0][0] - margin):
             continue
         model = row[0]
-        u = _solve_t(row[1], target, fn, True, row[2], vtol=1e-9)
+        u = _solve_t(dirn, target, fn, True, u, vtol=1e-9)
         row[2] = u
-        row[0] = 0.0 if u is None else max(row[1].at(math.exp(u), want_bounds=True)["eps"], 0.0)
+        row[0] = 0.0 if u is None else max(dirn.at(math.exp(u), want_bounds=True)["eps"], 0.0)
         if i == 0:
             # the other direction is polished only where its model value could still be the larger one: within
-            # a generous multiple of the model error just observed on the leader, and never less than POLISH_MARGIN
+            # a generous multiple of the model error just observed on the first, and never less than POLISH_MARGIN
             margin = max(POLISH_ERRORS * abs(row[0] - model), POLISH_MARGIN * (1.0 + row[0]))
     est.sort(key=lambda x: -x[0])
     val, dom, u_dom = est[0]
-    # the bounds' searches start from the Gaussian model, not from the estimate, so that they do not depend on the
-    # estimate's order or variant
-    up, where = _upper_eps(dom, target)
-    for _, dirn, u in est[1:]:
-        try:
-            t = dirn.saddle(up, None if u is None else math.exp(u))
-        except _ZeroDelta:
+    # the bounds: at each direction's anchor, the model's SP-MSD1 saddle point (the default estimate's model root,
+    # so that the bounds do not depend on the estimate's order or variant); the leader first, the other where
+    # its bound at its nearest memoised node does not already keep it below the leader's upper bound
+    msd1 = _modelled_value("log_msd1")
+
+    def anchor(dirn):
+        if key != "log_msd1" or id(dirn) not in anchors:
+            anchors[id(dirn)] = _root(dirn, target, msd1)
+        return anchors[id(dirn)]
+
+    lo, up, where = _bounds(dom, target, anchor(dom))
+    for dirn in dirs:
+        if dirn is dom:
             continue
-        if _node_log_upper(dirn, t, up) > target:
-            up = max(up, _upper_eps(dirn, target)[0])
-    # either direction's lower bound holds for the max: the leading direction's first (located on the model,
-    # one exact evaluation), the other's only where that one finds none
-    lo = 0.0
-    for _, dirn, _ in est:
-        lo = _lower_eps(dirn, target, _lower_locate(dirn, target))
-        if lo > 0:
-            break
+        u = next((r[2] for r in est if r[1] is dirn), None)
+        # certified below the leader's estimate (<= up) already, else first at the node nearest its estimate's tilt
+        # (memoised by the search), then at its saddle point of up
+        need_up = id(dirn) not in dominated and (u is None or _node_log_upper(dirn, math.exp(u), up) > target)
+        if need_up:
+            try:
+                need_up = _node_log_upper(dirn, dirn.saddle(up, None if u is None else math.exp(u)), up) > target
+            except _ZeroDelta:
+                need_up = False
+        if need_up or lo == 0.0:
+            # either direction's lower bound holds for the max: the other's is used where the leader has none
+            lo2, up2, _ = _bounds(dirn, target, anchor(dirn))
+            if need_up:
+                up = max(up, up2)
+            lo = max(lo, lo2)
     res = None if u_dom is None else dom.at(math.exp(u_dom), want_bounds=True)
     rel = None
     if where is not None:  # Theorem 5's error over SP-CLT, at the upper bound's tilt and epsilon

@@ -38,12 +38,14 @@ def test_truths_of_notes_8_2(n):
 
 def test_bounds_of_notes_8_2_table():
     # SP-CLT lower / upper epsilon from delta -/+ err (C_BE = 0.56), notes.md 8.2.  The paper evaluates Theorem 5 at
-    # the saddle point of each bound's epsilon; it holds at every tilt, and mechkit solves it in epsilon at a tilt
-    # located on the CGF model, which gives the table's bounds or tighter ones (never looser), still around the truth
+    # the saddle point of each bound's epsilon; it holds at every tilt, and mechkit solves it in epsilon at several
+    # tilts (the estimate's and those located on the CGF model for each bound) and keeps the best, which gives the
+    # table's bounds or tighter ones (never looser), still around the 12-digit truth.  At n = 1500 (about 15 sampled
+    # steps) the tilted loss is far from Gaussian: the bound at the saddle point of the lower bound's epsilon is much
+    # better than the table's upper bound there ([1.6265, 1.6710] around 1.6554, width 23% of the table's)
     for n, lo, up in [(1500, 1.5790, 1.7717), (2080, 1.9199, 1.9559), (4500, 2.8330, 2.8649)]:
         e = mk.compose((sg(), n)).epsilon(1e-15, method="spa")
         assert lo - 1e-4 <= e.lower <= TRUTH[n] <= e.upper <= up + 1e-4
-        assert e.upper - e.lower >= 0.8 * (up - lo)  # tighter, not implausibly so
 
 
 def test_delta_of_truth_epsilon_is_1e_15():
