@@ -486,8 +486,12 @@ def _log_err0(t, K, K2, A):
     e^(-t eps) times it)."""
     if not A > 0:
         return -math.inf
-    return (math.log(C_BE2) + K + t * math.log(t) - (1.0 + t) * math.log1p(t) + math.log(A) - 1.5 * math.log(K2)
-            + LOG_SLACK)
+    return math.log(C_BE2) + K + _log_max_theta(t) + math.log(A) - 1.5 * math.log(K2) + LOG_SLACK
+
+
+def _log_max_theta(t):
+    """log max_y e^(-t y) (1 - e^(-y)) = log t^t / (1+t)^(1+t) (Theorem 5's and Chernoff's factor)."""
+    return t * math.log(t) - (1.0 + t) * math.log1p(t)
 
 
 def _log_upper(log_clt, log_err):
@@ -554,7 +558,7 @@ def _below(dirn, first, t, eps, target):
 def _chernoff_or_theorem5(t, vec, A, eps):
     """The better of two certified upper bounds on log delta(eps) from exact values at the tilt t: Chernoff's
     e^(K - t eps) t^t / (1+t)^(1+t) and Theorem 5."""
-    chernoff = vec[0] - t * eps + t * math.log(t) - (1.0 + t) * math.log1p(t) + math.log1p(QUAD_SLACK)
+    chernoff = vec[0] - t * eps + _log_max_theta(t) + LOG_SLACK
     return min(chernoff, _bound_at(t, vec, A, "log_upper")(eps))
 
 
@@ -602,15 +606,15 @@ def _cross(f, target, e0, scale, floor=-math.inf):
             step *= 2.0
     if a is None or b is None:
         raise NumericalLimitError("the saddle-point bound has no crossing near the saddle point (report this as a bug)")
-    return _falsi(f, target, a, b, va, vb, 1e-12, 1e-12)
+    return _falsi(f, target, a, b, va, vb)
 
 
-def _falsi(f, target, a, b, va, vb, atol, rtol):
+def _falsi(f, target, a, b, va, vb):
     """Illinois regula falsi on a bracket of a decreasing crossing, f(a) = va >= target > vb = f(b) (bisection where
-    an end's value is not finite): (a, b) once b - a <= atol + rtol |a|."""
+    an end's value is not finite): (a, b) once b - a <= 1e-12 (1 + |a|)."""
     side = 0  # which end was kept last: its value is halved towards the target when it is kept again
     for _ in range(200):
-        if b - a <= atol + rtol * abs(a):
+        if b - a <= 1e-12 * (1.0 + abs(a)):
             break
         if math.isfinite(va) and math.isfinite(vb):
             m = a + (b - a) * (va - target) / (va - vb)
@@ -666,11 +670,11 @@ def _modelled(dirn, which, anchor=None):
 POLISH_ERRORS, POLISH_MARGIN = 20.0, 1e-3
 
 
-def _upper_eps(dirn, target, u0=None):
+def _upper_eps(dirn, target):
     """A certified epsilon_up with delta(epsilon_up) <= exp(target) for one direction, and the exact evaluation
-    (or None): the tilt is located on the model, the bound solved in epsilon at that tilt from exact values."""
-    fn = _modelled(dirn, "log_upper")
-    u = _root(dirn, target, fn, u0, utol=1e-7, vtol=1e-3)
+    (or None): the tilt is located on the model (A interpolated between the nodes), the bound solved in epsilon at
+    that tilt from exact values (``_bounds`` without an anchor)."""
+    u = _root(dirn, target, _modelled(dirn, "log_upper"), utol=1e-7, vtol=1e-3)
     if u is None:
         # the model puts the bound at or below delta at epsilon = 0: certify that at the saddle point of 0
         t = _zero_tilt(dirn)
@@ -682,8 +686,7 @@ def _upper_eps(dirn, target, u0=None):
     else:
         t = math.exp(u)
         vec, A = dirn.exact(t)
-    _, b = _cross(_bound_at(t, vec, A, "log_upper"), target, dirn.eps_of(t), 1.0 / t)
-    return max(b, 0.0), (t, vec, A, b)
+    return _upper_at(dirn, target, t, vec, A)
 
 
 LOWER_RETRIES = 5
@@ -725,8 +728,9 @@ def _bounds(dirn, target, u_anchor):
 
     ``u_anchor``: log of the model's SP-MSD1 saddle point for delta (the default estimate's tilt, so its exact
     evaluation is usually shared with the estimate).  Theorem 5 holds at every tilt: the upper bound is solved at
-    the anchor and at the tilt(s) of the lower bound, the smaller kept; the lower bound's tilt is located on the
-    model with the anchor's absolute third moment scaled as K''' (_modelled), then solved there on exact values.
+    the anchor, at its own tilt located on the model and at the tilt(s) of the lower bound, the smallest kept; the
+    tilts are located on the model with the anchor's absolute third moment scaled as K''' (_modelled), the bounds
+    solved there on exact values.
     Without an anchor (the approximation never reaches delta) both tilts are located on the model alone.
     """
     if u_anchor is None:
@@ -945,10 +949,10 @@ def epsilon(items, delta_, order=1, variant="msd"):
 
     The estimate: the saddle point where the approximation equals delta, found on the model and polished on exact
     evaluations (the approximation is always evaluated with exact CGF values).  The bounds (certified):
-    Theorem 5 solved in epsilon from exact evaluations at the model's SP-MSD1 saddle point and at the lower
-    bound's tilt located on the model (``_bounds``); the lower bound is the larger of the two directions' (each
-    bounds the maximum), the upper bound the larger, the other direction checked first at its nearest memoised
-    node.
+    Theorem 5 solved in epsilon from exact evaluations at the model's SP-MSD1 saddle point and at the tilts
+    located on the model for each bound (``_bounds``); the lower bound is the larger of the two directions' (each
+    bounds the maximum), the upper bound the larger, the other direction skipped where it is certified below the
+    first's estimate, else checked at memoised nodes before its own bounds are computed.
     """
     _check(order, variant)
     d = check_finite_real("delta", delta_, low=0.0, high=1.0)
@@ -963,14 +967,14 @@ def epsilon(items, delta_, order=1, variant="msd"):
     # evaluation at the first's tilt certifies that its epsilon is below the first's estimate, else polished too
     # where its model value is close to the first's
     est = []
-    anchors = {}  # the model's roots (SP-MSD1's for the default estimate: the bounds' anchors)
+    roots = {}  # the model's roots, before polishing (for the default estimate, the bounds' anchors)
     dominated = set()
     margin = math.inf  # until the first direction's polish has measured the model's error
     for i, dirn in enumerate(dirs):
         if i > 0 and est[0][2] is not None and _below(dirn, dirs[0], math.exp(est[0][2]), est[0][0], target):
             dominated.add(id(dirn))
             continue
-        u = anchors[id(dirn)] = _root(dirn, target, fn)
+        u = roots[id(dirn)] = _root(dirn, target, fn)
         row = [0.0 if u is None else max(dirn.eps_of(math.exp(u)), 0.0), dirn, u]
         est.append(row)
         if u is None or (i > 0 and row[0] < est[0][0] - margin):
@@ -988,12 +992,12 @@ def epsilon(items, delta_, order=1, variant="msd"):
     # the bounds: at each direction's anchor, the model's SP-MSD1 saddle point (the default estimate's model root,
     # so that the bounds do not depend on the estimate's order or variant); the leader first, the other where
     # its bound at its nearest memoised node does not already keep it below the leader's upper bound
-    msd1 = _modelled_value("log_msd1")
+    msd1, msd1_roots = _modelled_value("log_msd1"), (dict(roots) if key == "log_msd1" else {})
 
     def anchor(dirn):
-        if key != "log_msd1" or id(dirn) not in anchors:
-            anchors[id(dirn)] = _root(dirn, target, msd1)
-        return anchors[id(dirn)]
+        if id(dirn) not in msd1_roots:
+            msd1_roots[id(dirn)] = _root(dirn, target, msd1)
+        return msd1_roots[id(dirn)]
 
     lo, up, where = _bounds(dom, target, anchor(dom))
     for dirn in dirs:
