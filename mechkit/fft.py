@@ -375,7 +375,7 @@ def epsilon(items, delta_, eps_error=DEFAULT_EPS_ERROR, delta_error=None, memory
             f"delta = {d:g} cannot be certified with eps_error={eps_error:g}, delta_error={delta_error:g} on "
             f"{grid.N} grid points (floating-point floor {fp:.2g}); the smallest certifiable delta with these "
             f"settings is about {smallest:.2g}.  For tiny delta use a method that works in log space "
-            "(the saddle-point accountant, method='spa', once available).")
+            "(the saddle-point accountant, method='spa').")
     val = max(c.epsilon(d) for c in curves.values())
     up = max(c.epsilon(d - delta_error - fp) for c in curves.values()) + eps_error
     lo = max(0.0, max(c.epsilon(min(d + delta_error + fp, 1.0)) for c in curves.values()) - eps_error)

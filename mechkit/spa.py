@@ -95,7 +95,7 @@ def _plrv_node(plrv, j):
 
 #: a node's quadrature is repeated about the tilted mean when its centre was further than this many standard
 #: deviations from it (the central moments come from moments about the centre by the binomial shift)
-RECENTRE = 0.25
+RECENTRE = 3.0
 
 
 def _moments_at_zero(plrv):
@@ -181,6 +181,7 @@ class _Direction:
         self._start = None
         self._t_zero = None
         self._m0 = None
+        self._roots = {}  # estimate key -> {log delta: log of its model root} (earlier queries: the searches' starts)
 
     # -- the model ---------------------------------------------------------------------------------------
     def node(self, j):
@@ -461,7 +462,7 @@ def _evaluate(t, vec, eps, A=None):
     corr = 1.0 + p4 / (8.0 * p2 ** 2) - 5.0 * p3 ** 2 / (24.0 * p2 ** 3)
     log_msd1 = log_msd0 + math.log(corr) if corr > 0 else math.nan
     log_clt = _log_clt(t, K, K1, K2, eps)
-    out = {"t": t, "eps": eps, "p2": p2, "log_msd0": log_msd0, "log_msd1": log_msd1, "log_clt": log_clt,
+    out = {"t": t, "eps": eps, "p2": p2, "p3": p3, "log_msd0": log_msd0, "log_msd1": log_msd1, "log_clt": log_clt,
            "corr": corr}
     if A is not None:
         out.update(_log_bounds(t, K, K2, A, eps, log_clt))
@@ -529,6 +530,7 @@ def _modelled_value(key):
     """fn(r) for _solve_t: the estimate's log-delta at r."""
     def fn(r):
         return _value(r, key)
+    fn.key = key
     return fn
 
 
@@ -558,52 +560,71 @@ def _below(dirn, first, t, eps, target):
 def _chernoff_or_theorem5(t, vec, A, eps):
     """The better of two certified upper bounds on log delta(eps) from exact values at the tilt t: Chernoff's
     e^(K - t eps) t^t / (1+t)^(1+t) and Theorem 5."""
-    chernoff = vec[0] - t * eps + _log_max_theta(t) + LOG_SLACK
-    return min(chernoff, _bound_at(t, vec, A, "log_upper")(eps))
+    return min(_chernoff(t, vec, eps), _bound_at(t, vec, A, "log_upper")(eps))
 
 
-def _node_log_upper(dirn, t, eps):
-    """A certified upper bound on log delta(eps) of one direction from the memoised node nearest t: the better of
-    Theorem 5 and the Chernoff bound e^(K - t eps) t^t / (1+t)^(1+t) at that node's exact values."""
+def _chernoff(t, vec, eps):
+    """log of the Chernoff bound e^(K - t eps) t^t / (1+t)^(1+t) on delta(eps) from exact K at the tilt t."""
+    return vec[0] - t * eps + _log_max_theta(t) + LOG_SLACK
+
+
+def _node_log_upper(dirn, t, eps, target=math.inf):
+    """A certified upper bound on log delta(eps) of one direction from the memoised node nearest t: the Chernoff
+    bound e^(K - t eps) t^t / (1+t)^(1+t) at that node's exact values where it is at most ``target``, else the
+    better of it and Theorem 5 (which needs the node's tilted absolute third moment: one more quadrature pass)."""
     j = round(math.log(t) / H_NODE)
     comp = dirn.node(j)[1]
     if comp is None:
         return math.inf
-    return _chernoff_or_theorem5(math.exp(j * H_NODE), comp, dirn.node_abs3(j), eps)
+    tj = math.exp(j * H_NODE)
+    chernoff = _chernoff(tj, comp, eps)
+    if chernoff <= target:
+        return chernoff
+    return min(chernoff, _bound_at(tj, comp, dirn.node_abs3(j), "log_upper")(eps))
 
 
 def _cross(f, target, e0, scale, floor=-math.inf):
     """(a, b) with a < b, f(a) >= target > f(b) and b - a <= 1e-12 (1 + |a|): a crossing of f (evaluated at one
-    fixed tilt, cheap) found from e0 by doubling steps and Illinois regula falsi.  a is None when f stays below the
-    target down to ``floor``."""
-    va = f(e0)
-    if math.isfinite(va):  # one Newton step with the slope -1/scale (exact for the exponential factor)
-        e1 = e0 + (va - target) * scale
-        if e1 >= floor:
-            e0, va = e1, f(e1)
+    fixed tilt, cheap) found from e0.  ``f(e, True)`` gives (value, slope): safeguarded Newton (doubling steps of
+    ``scale`` x 1e-3, 2e-3, ... where the slope is not usable and no bracket is known yet; bisection inside a known
+    bracket where a step leaves it), the bracket closed by a step of half its tolerance past the last point.
+    a is None when f stays below the target down to ``floor``."""
+    a = b = None  # the largest point seen with f >= target, the smallest with f < target
+    va = vb = math.nan
+    e = e0
     step = scale * 1e-3
-    if va >= target:
-        a, b = e0, None
-        for _ in range(80):
-            e = a + step
-            v = f(e)
-            if v < target:
-                b, vb = e, v
-                break
-            a, va = e, v
-            step *= 2.0
-    else:
-        a, b, vb = None, e0, va
-        for _ in range(80):
-            e = b - step
-            if e < floor:
-                return None, b
-            v = f(e)
-            if v >= target:
+    blind = 0  # steps without a usable slope
+    for _ in range(200):
+        v, d = f(e, True)
+        if v >= target:
+            if a is None or e > a:
                 a, va = e, v
-                break
-            b, vb = e, v
+        else:
+            if b is None or e < b:
+                b, vb = e, v
+            if a is None and e <= floor:
+                return None, b
+        if a is not None and b is not None and b - a <= 1e-12 * (1.0 + abs(a)):
+            return a, b
+        ne = e - (v - target) / d if math.isfinite(v) and d < 0 else math.nan
+        if math.isfinite(ne):
+            h = 0.5e-12 * (1.0 + abs(e))
+            if abs(ne - e) < h:  # converged on this side: close the bracket just past it
+                ne = e + h if v >= target else e - h
+        if a is not None and b is not None:
+            if not a < ne < b:
+                ne = 0.5 * (a + b)
+        elif not math.isfinite(ne) or (b is not None and ne >= b) or (a is not None and ne <= a):
+            ne = a + step if a is not None else b - step
             step *= 2.0
+            blind += 1
+            if a is None and blind > 3 and floor > -math.inf:
+                ne = floor  # no value at or above the target yet: try the floor (0 for lower bounds)
+        if ne < floor:
+            if b is not None and b <= floor:
+                return None, b
+            ne = floor
+        e = ne
     if a is None or b is None:
         raise NumericalLimitError("the saddle-point bound has no crossing near the saddle point (report this as a bug)")
     return _falsi(f, target, a, b, va, vb)
@@ -638,13 +659,36 @@ def _falsi(f, target, a, b, va, vb):
 
 def _bound_at(t, vec, A, which):
     """epsilon -> the log of Theorem 5's bound ``which`` ("log_upper" or "log_lower") at the fixed tilt t, from
-    [K, K', K'', ...] and A there."""
+    [K, K', K'', ...] and A there; ``f(e, True)`` gives (value, d value / d epsilon)."""
     K, K1, K2 = vec[0], vec[1], vec[2]
+    s = math.sqrt(K2)
     err0 = _log_err0(t, K, K2, A)
-    combine = _log_upper if which == "log_upper" else _log_lower
+    upper = which == "log_upper"
 
-    def f(e):
-        return combine(_log_clt(t, K, K1, K2, e), err0 - t * e)
+    def f(e, slope=False):
+        g = (K1 - e) / s
+        a = t * s - g
+        b = a + s
+        la, lb = _log_psi(a), _log_psi(b)
+        log_err = err0 - t * e
+        if lb < la:
+            clt = K - t * e - 0.5 * g * g + la + _nm.log1mexp(lb - la)
+        else:
+            clt = -math.inf
+        v = _log_upper(clt, log_err) if upper else _log_lower(clt, log_err)
+        if not slope:
+            return v
+        if not (clt > -math.inf and math.isfinite(v)):
+            return v, math.nan
+        # d log SP-CLT / d eps = -t + g/s + (a Psi(a) - b Psi(b)) / ((Psi(a) - Psi(b)) s), Psi' = x Psi - phi(0)
+        r = math.exp(lb - la)
+        dclt = -t + g / s + (a - b * r) / (-math.expm1(lb - la) * s)
+        x = log_err - clt - (LOG_SLACK if upper else 0.0)
+        if upper:  # log(c e^{clt} + e^{err}): the weights of the two terms
+            w = 1.0 / (1.0 + math.exp(x)) if x < 700.0 else 0.0
+            return v, w * dclt - (1.0 - w) * t
+        rho = math.exp(x)  # x < 0 where the lower bound is finite
+        return v, (dclt + t * rho) / (1.0 - rho)
     return f
 
 
@@ -674,7 +718,7 @@ def _upper_eps(dirn, target):
     """A certified epsilon_up with delta(epsilon_up) <= exp(target) for one direction, and the exact evaluation
     (or None): the tilt is located on the model (A interpolated between the nodes), the bound solved in epsilon at
     that tilt from exact values (``_bounds`` without an anchor)."""
-    u = _root(dirn, target, _modelled(dirn, "log_upper"), utol=1e-7, vtol=1e-3)
+    u = _root(dirn, target, _modelled(dirn, "log_upper"), utol=LOCATE_UTOL, vtol=1e-3)
     if u is None:
         # the model puts the bound at or below delta at epsilon = 0: certify that at the saddle point of 0
         t = _zero_tilt(dirn)
@@ -690,11 +734,14 @@ def _upper_eps(dirn, target):
 
 
 LOWER_RETRIES = 5
+#: the bracket width (relative, in log t) at which the bounds' tilts are located: a bound holds at every tilt and
+#: changes only to second order near the best one
+LOCATE_UTOL = 1e-3
 
 
 def _lower_locate(dirn, target, u0=None, anchor=None):
     """log of the tilt where the model puts the lower bound's crossing of delta (None: no positive lower bound)."""
-    return _root(dirn, target, _modelled(dirn, "log_lower", anchor), u0, utol=1e-7, vtol=1e-3)
+    return _root(dirn, target, _modelled(dirn, "log_lower", anchor), u0, utol=LOCATE_UTOL, vtol=1e-3)
 
 
 def _lower_eps(dirn, target, u, uppers=None):
@@ -740,7 +787,7 @@ def _bounds(dirn, target, u_anchor):
     vec, A = dirn.exact(t)
     anchor = (vec[2], vec[3], A)
     uppers = [_upper_at(dirn, target, t, vec, A)]
-    u = _root(dirn, target, _modelled(dirn, "log_upper", anchor), u_anchor, utol=1e-7, vtol=1e-3)
+    u = _root(dirn, target, _modelled(dirn, "log_upper", anchor), u_anchor, utol=LOCATE_UTOL, vtol=1e-3)
     if u is not None and u != u_anchor:
         t = math.exp(u)
         uppers.append(_upper_at(dirn, target, t, *dirn.exact(t)))
@@ -789,7 +836,7 @@ def delta(items, epsilon, order=1, variant="msd"):
             r = dom.at(t, e, want_bounds=True)
         log_up = r["log_upper"]
         for _, dirn, t2 in found[1:]:
-            other = _node_log_upper(dirn, t2, e)
+            other = _node_log_upper(dirn, t2, e, log_up)
             if other > log_up:
                 other = min(other, dirn.at(t2, e, want_bounds=True)["log_upper"])
             log_up = max(log_up, other)
@@ -809,13 +856,22 @@ def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10):
     """log of the tilt t at which fn(at(t)) (a log-delta decreasing in t) equals target, or None when even the
     smallest resolvable epsilon has a log-delta below the target (then epsilon is 0).
 
-    Newton in u = log t with the envelope slope d log(delta)/du ~ -t^2 psi''(t) until the root is bracketed
-    (steps capped at a factor 16 in t), then Illinois regula falsi (bisection where a value is not finite).
-    ``u0`` warm-starts the search (the estimate's polish starts from the model's root); ``utol``: the relative width of
-    the final bracket, ``vtol`` the accepted |log-delta - target| (the tilts of the bounds need not be precise: a
-    bound holds at every tilt, and is solved exactly in epsilon at the tilt found).
+    Newton in u = log t with the slope of log delta_MSD0 along the saddle points, -t^2 psi'' - t psi'''/(2 psi'')
+    (a secant where one is usable), until the root is bracketed (steps capped at a factor 16 in t), then Newton
+    inside the bracket with Illinois regula falsi as the safeguard (bisection where a value is not finite).
+    ``u0`` warm-starts the search (the estimate's polish starts from the model's root, the bounds' from their
+    anchor); without it, an approximation's search (fn.key) starts from its root for the nearest delta asked of
+    this direction before, else from the Gaussian model's guess (steps of at least 1e-3 from such starts).
+    ``utol``: the relative width of the final bracket, ``vtol`` the accepted |log-delta - target| (the tilts of the
+    bounds need not be precise: a bound holds at every tilt, and is solved exactly in epsilon at the tilt found).
     """
-    if u0 is None:
+    warm = u0 is not None
+    seen = dirn._roots.get(getattr(fn, "key", None)) if u0 is None else None
+    if seen:
+        # the same approximation's root for the nearest delta asked before (the CGF there is known; a Gaussian
+        # model can be far off where the composition is short); for the delta itself, the same root again
+        u0 = seen[min(seen, key=lambda x: abs(x - target))]
+    elif u0 is None:
         u0 = dirn.model_start(target)
         if u0 is not None:
             # a guess: moved down to the node below it, so that the model there needs that node only (between
@@ -852,8 +908,11 @@ def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10):
                 if side == -1:
                     lo_v *= 0.5
                 side = -1
-            # slope: secant through the previous point where it is usable, else the envelope estimate
-            slope = -t * t * r["p2"]
+            # slope: secant through the previous point where it is usable, else d log delta_MSD0 / du along the
+            # saddle points, -t^2 psi'' - t psi''' / (2 psi''), or its leading term where that is not negative
+            slope = -t * (t * r["p2"] + 0.5 * r["p3"] / r["p2"])
+            if not slope < 0:
+                slope = -t * t * r["p2"]
             if prev is not None and math.isfinite(v) and math.isfinite(prev[1]) and prev[0] != u:
                 sec = (v - prev[1]) / (u - prev[0])
                 if sec < 0:
@@ -861,7 +920,9 @@ def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10):
             prev = (u, v)
             if lo_u > -math.inf and hi_u < math.inf:
                 if hi_u - lo_u <= utol * max(1.0, abs(hi_u)):
-                    return hi_u if bounds else u
+                    # the end where the value is finite (a locating search can end on the edge of the region
+                    # where a lower bound is positive)
+                    return hi_u if bounds else (u if math.isfinite(v) else lo_u)
                 nu = u - v / slope if math.isfinite(v) else math.nan
                 width = hi_u - lo_u
                 widths.append(width)
@@ -889,10 +950,8 @@ def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10):
                     step = min(cap, 2.0 * 4.0 ** (blind - 1) * H_NODE)
                     nu = u + step if v > 0 else u - step
                 nu = min(max(nu, u - cap), u + cap)
-                if v > 0:
-                    nu = max(nu, u + 1e-3)
-                else:
-                    nu = min(nu, u - 1e-3)
+                if not warm:  # a step of at least 1e-3 where the start is only a guess
+                    nu = max(nu, u + 1e-3) if v > 0 else min(nu, u - 1e-3)
         if nu > math.log(T_MAX):
             raise NumericalLimitError(
                 f"delta = {math.exp(target):.3g} is not reached before the end of the CGF's domain (t = "
@@ -921,6 +980,12 @@ def _root(dirn, target, fn, u0=None, **kw):
         raise
     if u is None or dirn.eps_of(math.exp(u)) <= 0.0:
         return None
+    key = getattr(fn, "key", None)
+    if key is not None:  # an estimate's root: a start for later queries (_solve_t)
+        seen = dirn._roots.setdefault(key, {})
+        if len(seen) >= 64:
+            seen.clear()
+        seen[target] = u
     return u
 
 
@@ -1006,14 +1071,17 @@ def epsilon(items, delta_, order=1, variant="msd"):
         u = next((r[2] for r in est if r[1] is dirn), None)
         # certified below the leader's estimate (<= up) already, else first at the node nearest its estimate's tilt
         # (memoised by the search), then at its saddle point of up
-        need_up = id(dirn) not in dominated and (u is None or _node_log_upper(dirn, math.exp(u), up) > target)
+        need_up = id(dirn) not in dominated and (u is None or _node_log_upper(dirn, math.exp(u), up, target) > target)
         if need_up:
             try:
-                need_up = _node_log_upper(dirn, dirn.saddle(up, None if u is None else math.exp(u)), up) > target
+                t_up = dirn.saddle(up, None if u is None else math.exp(u))
+                need_up = _node_log_upper(dirn, t_up, up, target) > target
             except _ZeroDelta:
                 need_up = False
-        if need_up or lo == 0.0:
-            # either direction's lower bound holds for the max: the other's is used where the leader has none
+        if need_up or lo == 0.0 or val - lo > LOWER_WEAK * (up - val):
+            # either direction's lower bound holds for the max: the other's is computed too where the leader has
+            # none or a weak one (Berry-Esseen is loose where the leader's tilted loss is skewed; the other's may
+            # be the tighter)
             lo2, up2, _ = _bounds(dirn, target, anchor(dirn))
             if need_up:
                 up = max(up, up2)
@@ -1031,6 +1099,10 @@ def epsilon(items, delta_, order=1, variant="msd"):
         details.update(reliable=False, clamped=moved)
     return Estimate(val, lo, up, "spa", True, details)
 
+
+#: the other direction's bounds are computed as well where the leader's lower bound is further below its estimate
+#: than this many times its upper bound is above it
+LOWER_WEAK = 3.0
 
 RELIABLE_CORRECTION = 0.05
 
