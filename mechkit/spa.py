@@ -471,12 +471,18 @@ def _evaluate(t, vec, eps, A=None):
 
 def _log_clt(t, K, K1, K2, eps):
     """log of SP-CLT (eq. 79) at tilt t."""
-    s = math.sqrt(K2)
+    return _clt_terms(t, K, K1, math.sqrt(K2), eps)[0]
+
+
+def _clt_terms(t, K, K1, s, eps):
+    """(log SP-CLT, g, a, b, log Psi(b) - log Psi(a)) at tilt t, s = sqrt(K''): the value and what its slope in
+    epsilon needs (``_bound_at``)."""
     g = (K1 - eps) / s
     a = t * s - g
     b = a + s
     la, lb = _log_psi(a), _log_psi(b)
-    return K - t * eps - 0.5 * g * g + la + _nm.log1mexp(lb - la) if lb < la else -math.inf
+    clt = K - t * eps - 0.5 * g * g + la + _nm.log1mexp(lb - la) if lb < la else -math.inf
+    return clt, g, a, b, lb - la
 
 
 LOG_SLACK = math.log1p(QUAD_SLACK)
@@ -580,7 +586,7 @@ def _node_log_upper(dirn, t, eps, target=math.inf):
     chernoff = _chernoff(tj, comp, eps)
     if chernoff <= target:
         return chernoff
-    return min(chernoff, _bound_at(tj, comp, dirn.node_abs3(j), "log_upper")(eps))
+    return _chernoff_or_theorem5(tj, comp, dirn.node_abs3(j), eps)
 
 
 def _cross(f, target, e0, scale, floor=-math.inf):
@@ -666,23 +672,15 @@ def _bound_at(t, vec, A, which):
     upper = which == "log_upper"
 
     def f(e, slope=False):
-        g = (K1 - e) / s
-        a = t * s - g
-        b = a + s
-        la, lb = _log_psi(a), _log_psi(b)
+        clt, g, a, b, dl = _clt_terms(t, K, K1, s, e)
         log_err = err0 - t * e
-        if lb < la:
-            clt = K - t * e - 0.5 * g * g + la + _nm.log1mexp(lb - la)
-        else:
-            clt = -math.inf
         v = _log_upper(clt, log_err) if upper else _log_lower(clt, log_err)
         if not slope:
             return v
         if not (clt > -math.inf and math.isfinite(v)):
             return v, math.nan
         # d log SP-CLT / d eps = -t + g/s + (a Psi(a) - b Psi(b)) / ((Psi(a) - Psi(b)) s), Psi' = x Psi - phi(0)
-        r = math.exp(lb - la)
-        dclt = -t + g / s + (a - b * r) / (-math.expm1(lb - la) * s)
+        dclt = -t + g / s + (a - b * math.exp(dl)) / (-math.expm1(dl) * s)
         x = log_err - clt - (LOG_SLACK if upper else 0.0)
         if upper:  # log(c e^{clt} + e^{err}): the weights of the two terms
             w = 1.0 / (1.0 + math.exp(x)) if x < 700.0 else 0.0

@@ -286,7 +286,8 @@ def test_answers_do_not_depend_on_earlier_queries():
     from mechkit import spa
     for s, q, k, d0 in ((2.0, 0.01, 100, 1e-5), (0.8, 0.01, 1000, 1e-5), (2.0, 0.01, 1500, 1e-15)):
         shared = mk.compose((sg(s, q), k))
-        for f, kw in ((1, {}), (3, {}), (1e-7, {"variant": "clt"}), (2, {"order": 0}), (1, {"variant": "clt"}), (1, {})):
+        for f, kw in ((1, {}), (3, {}), (1e-7, {"variant": "clt"}), (2, {"order": 0}), (1, {"variant": "clt"}),
+                      (1, {})):
             d = f * d0
             a = shared.epsilon(d, method="spa", **kw)
             spa._DIRECTIONS.clear()
@@ -313,7 +314,7 @@ def test_bound_crossing_in_epsilon(which):
     run = mk.compose((sg(2.0, 0.01), 3000))
     e = run.epsilon(1e-10, method="spa")
     t0 = e.details["saddle_point"]
-    dirn = spa._directions(tuple((m, c) for m, c in run._items))[0]
+    dirn = spa._directions(run.items)[0]
     for t in (0.8 * t0, t0, 1.2 * t0):
         vec, A = dirn.exact(t)
         f = spa._bound_at(t, vec, A, which)
