@@ -111,6 +111,12 @@ class _NumbaPrinter(PythonCodePrinter):
         raise sy.SpecificationError("an unevaluated Sum cannot be compiled")
 
 
+#: a kernel whose source is longer than this is recorded as failed instead of compiled (Numba takes seconds per
+#: 10,000 characters, minutes for the 10^5-10^6 that repeated differentiation can produce): optional kernels fall
+#: back to numerics, a required one raises (``prune``)
+MAX_KERNEL_CHARS = 20_000
+
+
 def render_module(kernels, symbols):
     """Python source for the kernels; ``symbols`` is the ordered theta vector (params then consts)."""
     names = {sy.X: "X"}
@@ -125,6 +131,8 @@ def render_module(kernels, symbols):
             if expr.has(sp.I):
                 raise ValueError("complex")
             body = pr.doprint(expr)
+            if len(body) > MAX_KERNEL_CHARS:
+                raise ValueError("too large to compile")
         except Exception:
             lines.append(f"FAILED.append({name!r})")
             continue

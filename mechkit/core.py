@@ -125,6 +125,32 @@ class Law:
             out.append((pc, lp, lq, L, xs, w, gs))
         return out
 
+    def tilt_mode(self, tau):
+        """About where the tau-tilted law of L has its bulk: L at the highest peak of the tilted density over the
+        monotone pieces (one peak scan each), or the atom of largest tilted mass where that outweighs the peak's
+        mass (about e^g times twice the scan's width); nan where M(tau) is infinite or there is no tilted mass.  A
+        centre for ``tilt_stats`` where no model of K'(tau) is at hand (usually within a few standard deviations of
+        the tilted mean: not a moment)."""
+        best, centre = -math.inf, math.nan
+        pieces = self._tilted_pieces(tau)
+        if pieces is None:
+            return math.nan
+        for pc, _, _, L, xs, w, gs in pieces:
+            if (pc.b == math.inf and xs >= 1e11) or (pc.a == -math.inf and xs <= -1e11):
+                return math.nan  # the tilted density grows towards an infinite end: M(tau) is infinite
+            mass = gs + math.log(2.0 * w) if w > 0 else gs
+            if mass > best:
+                best, centre = mass, float(L(float(xs), self.theta))
+        if self.atoms.values.size:
+            terms = _atom_terms(self.atoms, tau)
+            if terms is None:
+                return math.nan
+            aw, av = terms
+            i = int(np.argmax(aw)) if aw.size else -1
+            if i >= 0 and aw[i] > best:
+                centre = float(av[i])
+        return centre if math.isfinite(centre) else math.nan
+
     def tilt_stats(self, tau, center, n=4):
         """([K(tau), ..., K^(n)(tau)], A) in one quadrature pass per piece, where A >= E|L_tau - K'(tau)|^3.
 

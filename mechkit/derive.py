@@ -31,6 +31,10 @@ from .errors import SpecificationError
 
 MAX_ABS = 3
 MAX_ORDER = 6
+#: a closed-form CGF derivative longer than this (characters of its printed form) is not used: Numba's compile
+#: time grows with the expression (about 3 s at 14,000 characters, 22 s at 75,000, minutes beyond), and such
+#: expressions evaluate slowly and with cancellation; the CGF then comes from quadrature or exact sums
+MAX_CGF_CHARS = 6000
 
 
 @dataclass
@@ -75,11 +79,13 @@ def _cgf_kernels(d, mgf, prefix="K"):
     names = []
     expr = K
     for n in range(MAX_ORDER + 1):
-        if not _finite_expr(expr):
+        if not _finite_expr(expr) or len(str(expr)) > MAX_CGF_CHARS:
             return None
         names.append(d.add(f"{prefix}{n}", sy.stabilize(expr, sy.T), sy.T))
         if n < MAX_ORDER:
             expr = sp.diff(expr, sy.T)
+            if len(str(expr)) > MAX_CGF_CHARS:  # simplify would take seconds and rarely shrinks it enough
+                return None
             expr = sy.attempt(lambda expr=expr: sp.simplify(expr), sy.SOLVE_SECONDS, expr)
     d.display["mgf"] = mgf
     d.display["cgf"] = K

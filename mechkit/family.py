@@ -560,6 +560,12 @@ class PLRV:
         t = check_finite_real("t", t)
         return float(self._core.tilted_abs3(self._a * t + self._b))
 
+    def tilt_mode(self, t):
+        """About where the t-tilted law of the privacy loss has its bulk (``Law.tilt_mode``): a centre for
+        ``tilt_stats`` where no model of K'(t) is at hand; nan where the CGF is infinite at t."""
+        t = check_finite_real("t", t)
+        return self._a * self._core.tilt_mode(self._a * t + self._b)
+
     def tilt_stats(self, t, center, n=4):
         """([K(t), ..., K^(n)(t)], A) with A >= E|Z_t - K'(t)|^3, from one quadrature pass (2 <= n <= 6).
 

@@ -73,9 +73,11 @@ def _plrv_node(plrv, j):
             i = next((i for i in (j - 1, j + 1) if i in memo and memo[i][0] is not None), None)
             if i is not None:
                 centre = _taylor(memo[i][0], t - math.exp(i * H_NODE), 1)[1]
-            else:  # the first node: the Gaussian model's mean, re-centred below where that is far off
-                m1, var = _moments_at_zero(plrv)
-                centre = m1 + t * var
+            else:  # the first node: where the tilted law has its bulk, re-centred below where that is far off
+                centre = plrv.tilt_mode(t)
+                if not math.isfinite(centre):  # (the pass decides whether the CGF is finite here)
+                    m1, var = _moments_at_zero(plrv)
+                    centre = m1 + t * var
             got = [None, None]
             if math.isfinite(centre):
                 v, A = plrv.tilt_stats(t, centre, 6)
@@ -476,7 +478,11 @@ def _log_clt(t, K, K1, K2, eps):
 
 def _clt_terms(t, K, K1, s, eps):
     """(log SP-CLT, g, a, b, log Psi(b) - log Psi(a)) at tilt t, s = sqrt(K''): the value and what its slope in
-    epsilon needs (``_bound_at``)."""
+    epsilon needs (``_bound_at``).  Where K'' is 0 (a tilted law concentrated on its largest value to double
+    precision, e.g. a bounded loss at a large tilt), the value is its limit as s -> 0, the point mass at K':
+    e^(K - t K') (1 - e^(eps - K')) (0 for eps >= K'), and the slope terms are nan."""
+    if not s > 0.0:
+        return (K - t * K1 + _nm.log1mexp(eps - K1) if K1 > eps else -math.inf), math.nan, math.nan, math.nan, math.nan
     g = (K1 - eps) / s
     a = t * s - g
     b = a + s
@@ -491,6 +497,8 @@ LOG_SLACK = math.log1p(QUAD_SLACK)
 def _log_err0(t, K, K2, A):
     """log of Theorem 5's error term at tilt t for epsilon = 0, with the quadrature allowance (the term is
     e^(-t eps) times it)."""
+    if not K2 > 0.0:
+        return math.inf  # a (numerically) degenerate tilted law: Berry-Esseen says nothing here
     if not A > 0:
         return -math.inf
     return math.log(C_BE2) + K + _log_max_theta(t) + math.log(A) - 1.5 * math.log(K2) + LOG_SLACK
@@ -701,6 +709,8 @@ def _modelled(dirn, which, anchor=None):
             A = dirn.abs3_model(r["t"])
         elif K3 > 0 and anchor[1] > 0:
             A = anchor[2] * K3 / anchor[1]
+        elif not anchor[0] > 0:
+            A = anchor[2]
         else:
             A = anchor[2] * (K2 / anchor[0]) ** 1.5
         return _log_bounds(r["t"], K, K2, A, r["eps"], r["log_clt"])[which]
@@ -754,6 +764,8 @@ def _lower_eps(dirn, target, u, uppers=None):
         vec, A = dirn.exact(t)
         if uppers is not None:
             uppers.append(_upper_at(dirn, target, t, vec, A))
+        if _log_err0(t, vec[0], vec[2], A) == math.inf:
+            continue  # vacuous at this tilt
         a, _ = _cross(_bound_at(t, vec, A, "log_lower"), target, dirn.eps_of(t), 1.0 / t, floor=0.0)
         if a is not None:
             return max(a, 0.0)
@@ -763,6 +775,8 @@ def _lower_eps(dirn, target, u, uppers=None):
 def _upper_at(dirn, target, t, vec, A):
     """(epsilon_up, (t, vec, A, epsilon_up)): Theorem 5's upper bound solved in epsilon at the tilt t (exact
     values vec, A there)."""
+    if _log_err0(t, vec[0], vec[2], A) == math.inf:
+        return math.inf, None  # Theorem 5 is vacuous at this tilt (another tilt gives the bound)
     _, b = _cross(_bound_at(t, vec, A, "log_upper"), target, dirn.eps_of(t, vec), 1.0 / t)
     return max(b, 0.0), (t, vec, A, b)
 
@@ -785,13 +799,24 @@ def _bounds(dirn, target, u_anchor):
     vec, A = dirn.exact(t)
     anchor = (vec[2], vec[3], A)
     uppers = [_upper_at(dirn, target, t, vec, A)]
-    u = _root(dirn, target, _modelled(dirn, "log_upper", anchor), u_anchor, utol=LOCATE_UTOL, vtol=1e-3)
+    u = _optional(lambda: _root(dirn, target, _modelled(dirn, "log_upper", anchor), u_anchor, utol=LOCATE_UTOL,
+                                vtol=1e-3))
     if u is not None and u != u_anchor:
         t = math.exp(u)
         uppers.append(_upper_at(dirn, target, t, *dirn.exact(t)))
-    lo = _lower_eps(dirn, target, _lower_locate(dirn, target, u_anchor, anchor), uppers)
+    lo = _lower_eps(dirn, target, _optional(lambda: _lower_locate(dirn, target, u_anchor, anchor)), uppers)
     up, where = min(uppers, key=lambda x: x[0])
     return lo, up, where
+
+
+def _optional(locate):
+    """A tilt search that only tightens a bound (Theorem 5 holds at every tilt): None where it finds nothing, e.g.
+    where the bound is vacuous at large tilts (a bounded loss whose tilted law degenerates) and the search runs
+    to the end of the domain."""
+    try:
+        return locate()
+    except NumericalLimitError:
+        return None
 
 
 # -- the queries -------------------------------------------------------------------------------------------------
@@ -951,9 +976,12 @@ def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10):
                 if not warm:  # a step of at least 1e-3 where the start is only a guess
                     nu = max(nu, u + 1e-3) if v > 0 else min(nu, u - 1e-3)
         if nu > math.log(T_MAX):
+            sup = dirn.sup()
             raise NumericalLimitError(
                 f"delta = {math.exp(target):.3g} is not reached before the end of the CGF's domain (t = "
-                f"{math.exp(u):.3g}); the SPA cannot resolve it for this composition")
+                f"{math.exp(u):.3g}); the SPA cannot resolve it for this composition" + (
+                    f" ({dirn.direction} direction: its epsilon is at most the largest privacy loss, {sup:.6g})"
+                    if math.isfinite(sup) else ""))
         if hi_u < math.log(T_MIN):
             return None  # delta is below the target already at the smallest tilt: epsilon is 0
         if nu < math.log(T_MIN):
@@ -1034,7 +1062,9 @@ def epsilon(items, delta_, order=1, variant="msd"):
     dominated = set()
     margin = math.inf  # until the first direction's polish has measured the model's error
     for i, dirn in enumerate(dirs):
-        if i > 0 and est[0][2] is not None and _below(dirn, dirs[0], math.exp(est[0][2]), est[0][0], target):
+        if i > 0 and (dirn.sup() <= est[0][0] or (est[0][2] is not None and _below(
+                dirn, dirs[0], math.exp(est[0][2]), est[0][0], target))):
+            # its epsilon is at most its largest loss, or certified at most the first's estimate
             dominated.add(id(dirn))
             continue
         u = roots[id(dirn)] = _root(dirn, target, fn)
@@ -1067,20 +1097,28 @@ def epsilon(items, delta_, order=1, variant="msd"):
         if dirn is dom:
             continue
         u = next((r[2] for r in est if r[1] is dirn), None)
-        # certified below the leader's estimate (<= up) already, else first at the node nearest its estimate's tilt
-        # (memoised by the search), then at its saddle point of up
-        need_up = id(dirn) not in dominated and (u is None or _node_log_upper(dirn, math.exp(u), up, target) > target)
+        # certified below the leader's estimate (where that is <= up) or its largest loss below up already, else
+        # first at the node nearest its estimate's tilt (memoised by the search), then at its saddle point of up
+        need_up = (dirn.sup() > up and not (id(dirn) in dominated and val <= up)
+                   and (u is None or _node_log_upper(dirn, math.exp(u), up, target) > target))
         if need_up:
             try:
                 t_up = dirn.saddle(up, None if u is None else math.exp(u))
                 need_up = _node_log_upper(dirn, t_up, up, target) > target
             except _ZeroDelta:
                 need_up = False
+            except NumericalLimitError:
+                pass
         if need_up or lo == 0.0 or val - lo > LOWER_WEAK * (up - val):
             # either direction's lower bound holds for the max: the other's is computed too where the leader has
             # none or a weak one (Berry-Esseen is loose where the leader's tilted loss is skewed; the other's may
             # be the tighter)
-            lo2, up2, _ = _bounds(dirn, target, anchor(dirn))
+            try:
+                lo2, up2, _ = _bounds(dirn, target, anchor(dirn))
+            except NumericalLimitError:
+                if need_up and not math.isfinite(dirn.sup()):
+                    raise
+                lo2, up2 = 0.0, dirn.sup()  # its epsilon is at most its largest loss
             if need_up:
                 up = max(up, up2)
             lo = max(lo, lo2)

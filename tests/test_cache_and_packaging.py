@@ -63,3 +63,15 @@ def test_wheel_ships_the_catalog(tmp_path):
                          cwd=str(tmp_path))
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["True", "True"]
+
+
+def test_a_kernel_too_large_to_compile_is_recorded_as_failed():
+    # repeated differentiation can give kernels of 10^5-10^6 characters (e.g. the closed-form CGF of a subsampled
+    # randomized response), which Numba would take minutes to compile: they are recorded as failed instead
+    import sympy as sp
+    from mechkit import codegen, symbolic as sy
+    big = sp.Add(*[sp.exp(sy.X * i) / (i + sy.X) for i in range(1, 1500)])
+    src = codegen.render_module({"K5": big, "K0": sy.X ** 2}, [])
+    assert len(codegen._NumbaPrinter({sy.X: "X"}).doprint(big)) > codegen.MAX_KERNEL_CHARS
+    assert "FAILED.append('K5')" in src and "def k_K5" not in src
+    assert "def k_K0" in src  # a small one is compiled as before

@@ -196,6 +196,30 @@ def test_tilt_stats_one_pass_matches_the_two_pass_values(make):
             assert a <= a2 <= a * 1.5
 
 
+def test_tilt_mode_is_a_centre_for_the_first_pass():
+    import sympy as sp
+    # Gaussian: L is linear in x, so L at the tilted density's peak is the tilted mean K'(t) itself (both directions)
+    g = mk.gaussian(sigma=1.3)
+    for direction in ("remove", "add"):
+        p = g.plrv(direction)
+        for t in (0.0, 0.7, 12.0):
+            assert p.tilt_mode(t) == pytest.approx(float(p.cgf_vector(t, 1)[1]), rel=1e-7, abs=1e-9)
+    # skewed and discrete laws: within a few standard deviations of the mean (what the first node needs)
+    for m in (sg(0.8, 0.01), mk.laplace(scale=2.0), mk.randomized_response(epsilon=1.0)):
+        for direction in ("remove", "add"):
+            p = m.plrv(direction)
+            for t in (0.5, 3.0, 8.0):
+                v = p.cgf_vector(t, 2)
+                assert abs(p.tilt_mode(t) - v[1]) <= 3.0 * math.sqrt(v[2]), (m.name, direction, t)
+    # randomized response at a large tilt: the atom of the largest loss
+    assert mk.randomized_response(epsilon=1.0).plrv("remove").tilt_mode(50.0) == pytest.approx(1.0)
+    # where the CGF is infinite: nan (the SPA then treats the node as outside the domain)
+    x = sp.Symbol("x", real=True)
+    lap2 = mk.Mechanism.from_densities(p=sp.exp(-sp.Abs(x - 1)) / 2, q=sp.exp(-sp.Abs(x) / 2) / 4, var=x,
+                                       name="lap_scales")()
+    assert math.isnan(lap2.plrv("add").tilt_mode(3.0)) and math.isfinite(lap2.plrv("add").tilt_mode(0.5))
+
+
 def _exact_msd1_log_delta(m, k, eps, direction):
     """MSD1 at the exact saddle point of eps, from the mechanism's own CGF (no SPA code)."""
     from scipy.optimize import brentq
@@ -332,3 +356,56 @@ def test_bound_crossing_in_epsilon(which):
                 assert which == "log_lower" and not f(0.0) >= target
                 continue
             assert f(a) >= target > f(b) and 0 < b - a <= 1e-12 * (1 + abs(a))
+
+
+def _exact_rr_delta(e0, q, k, eps):
+    """delta(eps) of k Poisson-subsampled randomized responses (rate q), max over remove (P' = (1-q) Q + q P
+    against Q) and add (the reverse), by the exact sum over the number of ones."""
+    from scipy.special import logsumexp
+    from scipy.stats import binom
+    b = 1.0 / (1.0 + math.exp(e0))  # Q(1): q(x) = e^(e0 (1 - x)) / (1 + e^e0)
+    a = (1.0 - q) * b + q * (1.0 - b)  # P'(1)
+    j = np.arange(k + 1)
+    la, lb = binom.logpmf(j, k, a), binom.logpmf(j, k, b)
+    out = []
+    for l1, l2 in ((la, lb), (lb, la)):
+        keep = l1 - l2 > eps
+        out.append(math.exp(logsumexp(l1[keep])) * -math.expm1(logsumexp(l2[keep]) - logsumexp(l1[keep]) + eps)
+                   if keep.any() else 0.0)
+    return max(out)
+
+
+@pytest.mark.parametrize("e0,q,k", [(1.59, 0.00524, 300), (2.0, 0.05, 2000), (0.716, 0.223, 34)])
+def test_subsampled_randomized_response_against_the_exact_sum(e0, q, k):
+    # a finite pair whose closed-form CGF derivatives grow to 10^6 characters: the derivation falls back to exact
+    # sums (it used to hang in Numba's compiler); the SPA's bounds hold against the exact binomial sums.  At
+    # k = 34 the add direction's loss is bounded (<= 4.12) and its tilted law degenerates to double precision at
+    # large tilts (K'' = 0): Theorem 5 is vacuous there and the bounds come from the other tilts (this used to
+    # divide by zero)
+    from scipy.optimize import brentq
+    run = mk.compose((mk.subsample(mk.randomized_response(epsilon=e0), q), k))
+    assert mk.subsample(mk.randomized_response(epsilon=e0), q).plrv("remove")._core.cgf_source == "exact sum"
+    for delta in (1e-5, 3.49e-8, 1e-14):
+        exact = brentq(lambda e: _exact_rr_delta(e0, q, k, e) - delta, 0.0, 1000.0, xtol=1e-12)
+        e = run.epsilon(delta, method="spa")
+        assert e.lower <= exact <= e.upper
+        d = run.delta(exact, method="spa")
+        assert d.lower <= delta * (1 + 1e-9) and delta <= d.upper * (1 + 1e-9)
+    if k == 34:  # beyond the SPA's reach: a clear error that names the largest loss (FFT refuses as well)
+        with pytest.raises(NumericalLimitError, match="largest privacy loss, 7.1"):
+            run.epsilon(1e-30, method="spa")
+
+
+@pytest.mark.parametrize("t,K1,eps", [(3.0, 2.0, 1.5), (40.0, 4.1, 4.0), (0.5, 1.0, 0.2)])
+def test_sp_clt_at_zero_variance_is_its_point_mass_limit(t, K1, eps):
+    # K'' = 0 to double precision (a bounded loss at a large tilt): SP-CLT is the limit s -> 0, and Theorem 5 is
+    # vacuous (no bound from this tilt) rather than a division by zero
+    from mechkit import spa
+    K = 1.3
+    limit = spa._clt_terms(t, K, K1, 0.0, eps)[0]
+    assert limit == pytest.approx(K - t * K1 + math.log1p(-math.exp(eps - K1)), rel=1e-12)
+    assert spa._clt_terms(t, K, K1, 1e-5, eps)[0] == pytest.approx(limit, abs=1e-3)
+    assert spa._clt_terms(t, K, K1, 0.0, K1 + 0.1)[0] == -math.inf
+    assert spa._log_err0(t, K, 0.0, 1e-30) == math.inf
+    b = spa._log_bounds(t, K, 0.0, 1e-30, eps, limit)
+    assert b["log_upper"] == math.inf and b["log_lower"] == -math.inf
