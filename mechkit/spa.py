@@ -1035,7 +1035,70 @@ def at_zero(dirn, fn, target, bounds):
     return math.isnan(t0) or fn(dirn.at(t0, 0.0, want_bounds=bounds)) <= target
 
 
+def _top_atom(dirn):
+    """(largest value, log of its probability) of the composed loss where every mechanism's loss has a point mass at
+    its largest value (pure-DP mechanisms: Laplace, randomized response, discrete Laplace, their subsampled
+    versions), else None; memoised on the direction."""
+    got = dirn._nodes.get("top", 0)
+    if got == 0:
+        got, logp = dirn.sup(), 0.0
+        for plrv, c in dirn.parts:
+            vals, probs = plrv.atoms()
+            if not (math.isfinite(got) and vals.size and vals[-1] == plrv.support[1] and probs[-1] > 0):
+                got = None
+                break
+            logp += c * math.log(probs[-1])
+        got = dirn._nodes["top"] = None if got is None else (got, logp)
+    return got
+
+
+def _point_mass_lower(top, target):
+    """s + log(1 - delta/P) for top = (s, log P), with the quadrature allowance on P and a few units of rounding
+    (where eps is above the second largest loss the bound is the exact answer, so rounding decides the side)."""
+    s_max, logp = top
+    return s_max + _nm.log1mexp(target - logp + LOG_SLACK) - 1e-13 * (1.0 + abs(s_max))
+
+
+def _point_mass_epsilon(dirs, target, order, variant):
+    """epsilon(delta) where delta is below what the saddle points can reach (t beyond T_MAX) for a direction whose
+    composed loss has a point mass P at its largest value s: there delta(eps) >= P (1 - e^(eps - s)) and
+    delta(s) = 0, so s + log(1 - delta / P) <= epsilon <= s (certified; the interval's width is about delta / P).
+    The other direction must be below that lower end by its own largest loss.  None where this does not apply."""
+    lo, up, tops = 0.0, 0.0, []
+    for dirn in dirs:
+        top = _top_atom(dirn)
+        if top is not None and target < top[1]:
+            lo = max(lo, _point_mass_lower(top, target))
+            up = max(up, top[0])
+            tops.append(top)
+    if not tops or any(_top_atom(d) is None or not target < _top_atom(d)[1] for d in dirs
+                       if not d.sup() <= lo):
+        return None
+    details = _details(order, variant, None)
+    details.update(note="delta is below the saddle points' reach: the point mass P at the largest privacy loss s "
+                        "gives s + log(1 - delta/P) <= epsilon <= s", point_mass=[math.exp(t[1]) for t in tops],
+                   largest_loss=up, reliable=True)
+    return Estimate(lo, lo, up, "spa", True, details)
+
+
 def epsilon(items, delta_, order=1, variant="msd"):
+    """epsilon(delta) by the SPA (max over add and remove), with certified lower and upper bounds.
+
+    Where delta is below what the saddle points reach and the largest privacy loss carries a point mass (pure-DP
+    mechanisms at tiny delta), the answer comes from that point mass (``_point_mass_epsilon``).
+    """
+    _check(order, variant)
+    d = check_finite_real("delta", delta_, low=0.0, high=1.0)
+    try:
+        return _epsilon(items, d, order, variant)
+    except NumericalLimitError:
+        got = _point_mass_epsilon(_directions(items), math.log(d), order, variant)
+        if got is None:
+            raise
+        return got
+
+
+def _epsilon(items, d, order, variant):
     """epsilon(delta) by the SPA (max over add and remove), with certified lower and upper bounds.
 
     The estimate: the saddle point where the approximation equals delta, found on the model and polished on exact
@@ -1045,8 +1108,6 @@ def epsilon(items, delta_, order=1, variant="msd"):
     bounds the maximum), the upper bound the larger, the other direction skipped where it is certified below the
     first's estimate, else checked at memoised nodes before its own bounds are computed.
     """
-    _check(order, variant)
-    d = check_finite_real("delta", delta_, low=0.0, high=1.0)
     target = math.log(d)
     key = _estimate_key(order, variant)
     dirs = _directions(items)
@@ -1129,6 +1190,13 @@ def epsilon(items, delta_, order=1, variant="msd"):
         b = _evaluate(t, vec, e, A)
         rel = math.exp(b["log_err"] - b["log_clt"]) if b["log_clt"] > -math.inf else math.inf
     details = _details(order, variant, res, rel)
+    # two more certified facts: delta(largest loss) = 0, and a point mass at the largest loss keeps delta above
+    # the target up to s + log(1 - delta/P) (pure-DP mechanisms at small delta; ``_point_mass_epsilon``)
+    up = min(up, max(dirn.sup() for dirn in dirs))
+    for dirn in dirs:
+        top = _top_atom(dirn)
+        if top is not None and target < top[1]:
+            lo = max(lo, _point_mass_lower(top, target))
     val, moved = clamp_into(val, lo, up)
     if moved or (u_dom is None and up > 0):
         # outside its own certified interval, or 0 only because the approximation never reaches delta

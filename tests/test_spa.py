@@ -391,9 +391,31 @@ def test_subsampled_randomized_response_against_the_exact_sum(e0, q, k):
         assert e.lower <= exact <= e.upper
         d = run.delta(exact, method="spa")
         assert d.lower <= delta * (1 + 1e-9) and delta <= d.upper * (1 + 1e-9)
-    if k == 34:  # beyond the SPA's reach: a clear error that names the largest loss (FFT refuses as well)
-        with pytest.raises(NumericalLimitError, match="largest privacy loss, 7.1"):
-            run.epsilon(1e-30, method="spa")
+    if k == 34:
+        # below the remove direction's point mass at its largest loss (P = P'(1)^34 = 4.5e-14): the point mass
+        # bounds epsilon to s + log(1 - delta/P) <= epsilon <= s; at 1e-16 beside the SPA's own bounds, at 1e-30
+        # (beyond the saddle points' reach, where FFT refuses as well) alone
+        s_max = k * math.log((1 - q) + q * math.exp(e0))
+        for delta in (1e-16, 1e-30):
+            exact = brentq(lambda e: _exact_rr_delta(e0, q, k, e) - delta, 0.0, s_max, xtol=1e-15)
+            e = run.epsilon(delta, method="spa")
+            assert e.upper == pytest.approx(s_max, rel=1e-12)
+            assert e.lower - 1e-12 <= exact <= e.upper + 1e-12 and e.upper - e.lower <= 3e-3
+
+
+def test_pure_dp_at_tiny_delta_from_the_point_mass_at_the_largest_loss():
+    # Laplace(b) x k: the loss is k/b with probability 2^-k (every output on the far side of 1); below that delta
+    # epsilon is pinned to [k/b + log(1 - delta 2^k), k/b], where the saddle points cannot go (t -> inf)
+    k, b = 171, 1.44
+    for delta in (3.59e-61, 1e-100):
+        e = mk.compose((mk.laplace(scale=b), k)).epsilon(delta, method="spa")
+        assert e.upper == pytest.approx(k / b, rel=1e-13)
+        exact_lower = k / b + math.log1p(-delta * 2.0 ** k)
+        assert exact_lower - 2e-11 <= e.lower <= exact_lower <= e.upper and e.lower < e.upper  # (rounding allowed for)
+        assert e.details["point_mass"][0] == pytest.approx(2.0 ** -k, rel=1e-9)
+    # above 2^-k the saddle points answer, inside the largest loss
+    e = mk.compose((mk.laplace(scale=b), k)).epsilon(1e-40, method="spa")
+    assert "point_mass" not in e.details and 0 <= e.lower <= float(e) <= e.upper < k / b
 
 
 @pytest.mark.parametrize("t,K1,eps", [(3.0, 2.0, 1.5), (40.0, 4.1, 4.0), (0.5, 1.0, 0.2)])
