@@ -448,6 +448,11 @@ class _Direction:
         return out
 
 
+def _exp(x):
+    """e^x, inf where that overflows (math.exp raises)."""
+    return math.exp(x) if x < 709.0 else math.inf
+
+
 def _psi2(t, K2):
     """psi''(t) = K''(t) + 1/t^2 + 1/(1+t)^2, the slope of eps_of(t) = K'(t) - 1/t - 1/(1+t)."""
     return K2 + 1.0 / t ** 2 + 1.0 / (1.0 + t) ** 2
@@ -461,7 +466,7 @@ def _evaluate(t, vec, eps, A=None):
     p3 = K3 - 2.0 / t ** 3 - 2.0 / (1.0 + t) ** 3
     p4 = K4 + 6.0 / t ** 4 + 6.0 / (1.0 + t) ** 4
     log_msd0 = K - eps * t - math.log(t) - math.log1p(t) - 0.5 * (LOG_2PI + math.log(p2))
-    corr = 1.0 + p4 / (8.0 * p2 ** 2) - 5.0 * p3 ** 2 / (24.0 * p2 ** 3)
+    corr = 1.0 + p4 / (8.0 * p2 * p2) - 5.0 * (p3 * p3) / (24.0 * p2 * p2 * p2)  # (inf, not an error, on overflow)
     log_msd1 = log_msd0 + math.log(corr) if corr > 0 else math.nan
     log_clt = _log_clt(t, K, K1, K2, eps)
     out = {"t": t, "eps": eps, "p2": p2, "p3": p3, "log_msd0": log_msd0, "log_msd1": log_msd1, "log_clt": log_clt,
@@ -712,7 +717,8 @@ def _modelled(dirn, which, anchor=None):
         elif not anchor[0] > 0:
             A = anchor[2]
         else:
-            A = anchor[2] * (K2 / anchor[0]) ** 1.5
+            ratio = K2 / anchor[0]  # (** would raise on overflow; * gives inf: a vacuous bound)
+            A = anchor[2] * ratio * math.sqrt(ratio)
         return _log_bounds(r["t"], K, K2, A, r["eps"], r["log_clt"])[which]
     return fn
 
@@ -863,9 +869,9 @@ def delta(items, epsilon, order=1, variant="msd"):
             if other > log_up:
                 other = min(other, dirn.at(t2, e, want_bounds=True)["log_upper"])
             log_up = max(log_up, other)
-        val.append(math.exp(_value(r, key)))
-        lo.append(math.exp(r["log_lower"]))
-        up.append(min(1.0, math.exp(log_up)))
+        val.append(_exp(_value(r, key)))
+        lo.append(_exp(r["log_lower"]))
+        up.append(min(1.0, _exp(log_up)))
         rel.append(_reliable(r))
     val, moved = clamp_into(np.minimum(np.array(val), 1.0), np.array(lo), np.array(up))
     details = _details(order, variant, None)
@@ -1188,7 +1194,7 @@ def _epsilon(items, d, order, variant):
     if where is not None:  # Theorem 5's error over SP-CLT, at the upper bound's tilt and epsilon
         t, vec, A, e = where
         b = _evaluate(t, vec, e, A)
-        rel = math.exp(b["log_err"] - b["log_clt"]) if b["log_clt"] > -math.inf else math.inf
+        rel = _exp(b["log_err"] - b["log_clt"]) if b["log_clt"] > -math.inf else math.inf
     details = _details(order, variant, res, rel)
     # two more certified facts: delta(largest loss) = 0, and a point mass at the largest loss keeps delta above
     # the target up to s + log(1 - delta/P) (pure-DP mechanisms at small delta; ``_point_mass_epsilon``)

@@ -431,3 +431,28 @@ def test_sp_clt_at_zero_variance_is_its_point_mass_limit(t, K1, eps):
     assert spa._log_err0(t, K, 0.0, 1e-30) == math.inf
     b = spa._log_bounds(t, K, 0.0, 1e-30, eps, limit)
     assert b["log_upper"] == math.inf and b["log_lower"] == -math.inf
+
+
+@settings(max_examples=25, deadline=None)
+@given(e0=st.floats(0.05, 2.0), q=st.floats(0.001, 1.0), k=st.integers(1, 400), logd=st.floats(-70.0, -3.0))
+@example(e0=0.716, q=0.223, k=34, logd=math.log(3.49e-8))
+def test_random_randomized_response_bounds_bracket_the_exact_epsilon(e0, q, k, logd):
+    # randomized response, plain (q = 1) or Poisson-subsampled, against the exact binomial sums: whatever path
+    # answers (saddle points, the point mass at the largest loss, or both), the bounds hold
+    from scipy.optimize import brentq
+    delta = math.exp(logd)
+    m = mk.randomized_response(epsilon=e0) if q == 1.0 else mk.subsample(mk.randomized_response(epsilon=e0), q)
+    run = mk.compose((m, k))
+    try:
+        e = run.epsilon(delta, method="spa")
+    except NumericalLimitError as ex:  # allowed only with the message that names the largest loss
+        assert "largest privacy loss" in str(ex)
+        return
+    s_max = k * max(math.log((1 - q) + q * math.exp(e0)), -math.log((1 - q) + q * math.exp(-e0)))
+    if _exact_rr_delta(e0, q, k, 0.0) <= delta:
+        exact = 0.0
+    else:
+        exact = brentq(lambda x: _exact_rr_delta(e0, q, k, x) - delta, 0.0, s_max * (1 + 1e-12) + 1e-12, xtol=1e-14)
+    slack = 1e-9 * (1 + exact)
+    assert e.lower - slack <= exact <= e.upper + slack
+    assert e.upper <= s_max * (1 + 1e-12) + 1e-12
