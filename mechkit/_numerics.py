@@ -801,16 +801,19 @@ def tilt_diverges(lp, lq, a, b, t, gs, theta):
     return False
 
 
-@njit(types.Tuple((f8, A1))(types.int64, types.int64, types.int64, types.int64, types.boolean, f8, f8, types.boolean,
-                            f8, f8, f8, f8, types.int64, A1, f8, types.int64), cache=True, error_model="numpy")
+@njit(types.Tuple((f8, A1, f8))(types.int64, types.int64, types.int64, types.int64, types.boolean, f8, f8,
+                                types.boolean, f8, f8, f8, f8, types.int64, A1, f8, types.int64), cache=True,
+      error_model="numpy")
 def tilt_piece(lp_at, lq_at, L_at, inv_at, has_inv, a, b, inc, La, Lb, t, mu, nmom, theta, rtol, nsplit):
     """One monotone piece's share of a tilted-moment pass in one call: peak scan, divergence check and adaptive
     GK21 (mode 4, QUADPACK's error estimate), the quadrature started from ``nsplit`` intervals on each side of
     the kink of |L - mu|^3 (where L = mu, found with the piece's checked inverse; L runs monotonically from La at
     a to Lb at b), so that every interval's integrand is smooth.
 
-    Returns (shift, integrals): the integrals of exp((1+t) lp - t lq - shift) (L - mu)^j for j < nmom and of
-    exp(...) |L - mu|^3 (index nmom).  shift = +inf: the tilted MGF diverges on the piece (the integrand does not
+    Returns (shift, integrals, mu): the integrals of exp((1+t) lp - t lq - shift) (L - mu)^j for j < nmom and of
+    exp(...) |L - mu|^3 (index nmom); mu = nan asks for the loss at the tilted density's peak as the centre (no
+    model of K'(t) at hand: usually within a few standard deviations of the tilted mean), and the mu used is
+    returned.  shift = +inf: the tilted MGF diverges on the piece (the integrand does not
     decay at an infinite end); shift = -inf: the piece has no tilted mass.  The kernels (log p, log q, L and the
     closed-form inverse of L, or L where there is none) come as addresses (``KernelRef.address``).
     """
@@ -820,9 +823,13 @@ def tilt_piece(lp_at, lq_at, L_at, inv_at, has_inv, a, b, inc, La, Lb, t, mu, nm
     inv = _as_kernel(inv_at)
     xs, gs, w = peak_scan(0, lp, lq, a, b, t, theta)
     if not (gs > -np.inf and gs < np.inf):
-        return gs, np.zeros(nmom + 1)
+        return gs, np.zeros(nmom + 1), mu
     if tilt_diverges(lp, lq, a, b, t, gs, theta):
-        return np.inf, np.zeros(nmom + 1)
+        return np.inf, np.zeros(nmom + 1), mu
+    if mu != mu:
+        mu = L(xs, theta)
+        if not math.isfinite(mu):
+            return np.inf, np.zeros(nmom + 1), mu
     w *= 4.0  # a map 4x wider than the peak: fewer halvings towards u = +/-1 (20 -> 14 intervals, Gaussian tails)
     ua = _u_of_x(a, xs, w)
     ub = _u_of_x(b, xs, w)
@@ -830,12 +837,12 @@ def tilt_piece(lp_at, lq_at, L_at, inv_at, has_inv, a, b, inc, La, Lb, t, mu, nm
     if min(La, Lb) < mu < max(La, Lb):
         uk = _u_of_x(_checked_inverse(inv, has_inv, L, mu, a, b, inc, 1e-12, theta), xs, w)
     if not (ua < uk < ub):  # no kink inside the piece: equal intervals
-        return gs, gk_integrate(4, lp, lq, L, a, b, xs, w, t, gs, mu, nmom, theta, rtol, nsplit)[0]
+        return gs, gk_integrate(4, lp, lq, L, a, b, xs, w, t, gs, mu, nmom, theta, rtol, nsplit)[0], mu
     edges = np.empty(2 * nsplit + 1)
     for i in range(nsplit + 1):
         edges[i] = ua + (uk - ua) * i / nsplit
         edges[nsplit + i] = uk + (ub - uk) * i / nsplit
-    return gs, _gk_adaptive(4, lp, lq, L, edges, xs, w, t, gs, mu, nmom, theta, rtol)[0]
+    return gs, _gk_adaptive(4, lp, lq, L, edges, xs, w, t, gs, mu, nmom, theta, rtol)[0], mu
 
 
 @njit(types.UniTuple(f8, 5)(f8, f8, f8, f8, f8), cache=True, error_model="numpy")

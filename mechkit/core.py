@@ -159,27 +159,43 @@ class Law:
         cancellation, and Minkowski's inequality turns the absolute moment about ``center`` into a bound on the
         one about the mean: A = ((E|L - c|^3)^(1/3) + |K'(tau) - c|)^3 (equality when c = K'(tau)).
         """
+        return self.tilt_stats_about(tau, center, n)[:2]
+
+    def tilt_stats_about(self, tau, center, n=4):
+        """``tilt_stats`` returning (vec, A, the centre used); ``center`` = nan: about the tilted law's mode (where
+        no model of K'(tau) is at hand), found by the pass's own peak scan where there is one monotone piece
+        (``tilt_mode`` first otherwise)."""
         if n not in range(2, 7):
             raise ValueError(f"n must be in 2..6, got {n!r}")
+        inf = (np.full(n + 1, np.inf), np.inf, center)
         if self.atoms.values.size:
             terms = _atom_terms(self.atoms, tau)
             if terms is None:
-                return np.full(n + 1, np.inf), np.inf
+                return inf
             aw, av = terms
             if np.any(np.isinf(av)):
-                return np.full(n + 1, np.inf), np.inf
+                return inf
         else:
             aw = ()
+        if center != center and len(self.mono) != 1:
+            center = self.tilt_mode(tau)
+            if center != center:
+                return inf
         parts = []
         for pc in self.mono:  # peak scan, divergence check and quadrature in one compiled call per piece
-            gs, res = N.tilt_piece(*self._piece_addresses(pc), pc.a, pc.b, pc.inc, pc.La, pc.Lb, tau, center, n + 1,
-                                   self.theta, TILT_RTOL, TILT_NSPLIT)
+            gs, res, mu = N.tilt_piece(*self._piece_addresses(pc), pc.a, pc.b, pc.inc, pc.La, pc.Lb, tau, center,
+                                       n + 1, self.theta, TILT_RTOL, TILT_NSPLIT)
             if gs == np.inf:
-                return np.full(n + 1, np.inf), np.inf
+                return inf
             if gs > -np.inf:
                 parts.append((gs, res))
+                center = mu
+        if center != center:  # the one piece has no tilted mass: the heaviest atom
+            if not len(aw):
+                raise DerivationError("the tilted distribution has no mass")
+            center = float(av[int(np.argmax(aw))])
         if len(parts) == 1 and not len(aw):
-            return N.tilt_cumulants(parts[0][1], parts[0][0], center, n)
+            return (*N.tilt_cumulants(parts[0][1], parts[0][0], center, n), center)
         shifts = [g for g, _ in parts] + list(aw)
         if not shifts:
             raise DerivationError("the tilted distribution has no mass")
@@ -194,7 +210,7 @@ class Law:
                 tot[j] += float(np.sum(wa * d ** j))
             tot[n + 1] += float(np.sum(wa * np.abs(d) ** 3))
         vec, A = N.tilt_cumulants(tot, g, center, n)
-        return vec, A
+        return vec, A, center
 
 
 _WALK = 10.0 ** np.arange(1, 300)  # x = 10^k, k = 1..299: where _limit_L looks for the loss's limit at +/-inf

@@ -566,6 +566,15 @@ class PLRV:
         t = check_finite_real("t", t)
         return self._a * self._core.tilt_mode(self._a * t + self._b)
 
+    def tilt_stats_about_mode(self, t, n=4):
+        """``tilt_stats`` about the t-tilted law's mode (``Law.tilt_stats_about``: no model of K'(t) needed; one pass
+        where the loss has one monotone piece): ([K(t), ..., K^(n)(t)], A, the centre used).  Not memoised."""
+        t = check_finite_real("t", t)
+        vec, A, c = self._core.tilt_stats_about(self._a * t + self._b, math.nan, n)
+        if self._a != 1.0:
+            vec = vec * _SIGNS[: n + 1]
+        return vec, float(A), self._a * c
+
     def tilt_stats(self, t, center, n=4):
         """([K(t), ..., K^(n)(t)], A) with A >= E|Z_t - K'(t)|^3, from one quadrature pass (2 <= n <= 6).
 

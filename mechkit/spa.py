@@ -60,8 +60,8 @@ H_NODE = math.log(2.0) / 32  # spacing in log t of the tilts where the search mo
 def _plrv_node(plrv, j):
     """[K, ..., K^(6)] of one mechanism's PLRV at t_j = 2^(j/32) (a list; None outside the domain), memoised on
     the PLRV so that every composition using the mechanism shares it.  Closed forms where the mechanism has them,
-    else one quadrature pass (``tilt_stats``, centred by the Taylor model of a neighbouring node when there is one),
-    which also gives the node's tilted absolute third moment."""
+    else one quadrature pass (``tilt_stats``, centred by the Taylor model of a neighbouring node when there is one,
+    else about the tilted law's mode), which also gives the node's tilted absolute third moment."""
     memo = plrv.__dict__.setdefault("_spa_nodes", {})
     got = memo.get(j)
     if got is None:
@@ -71,17 +71,14 @@ def _plrv_node(plrv, j):
             got = [v.tolist() if np.all(np.isfinite(v)) else None, None]
         else:
             i = next((i for i in (j - 1, j + 1) if i in memo and memo[i][0] is not None), None)
+            v = A = None
             if i is not None:
                 centre = _taylor(memo[i][0], t - math.exp(i * H_NODE), 1)[1]
-            else:  # the first node: where the tilted law has its bulk, re-centred below where that is far off
-                centre = plrv.tilt_mode(t)
-                if not math.isfinite(centre):  # (the pass decides whether the CGF is finite here)
-                    m1, var = _moments_at_zero(plrv)
-                    centre = m1 + t * var
-            got = [None, None]
-            if math.isfinite(centre):
-                v, A = plrv.tilt_stats(t, centre, 6)
-                if i is None and np.all(np.isfinite(v)):
+                if math.isfinite(centre):
+                    v, A = plrv.tilt_stats(t, centre, 6)
+            else:  # the first node: about the tilted law's mode (the pass's own peak scan), re-centred where far off
+                v, A, centre = plrv.tilt_stats_about_mode(t, 6)
+                if np.all(np.isfinite(v)):
                     if not (v[2] > 0 and abs(v[1] - centre) <= RECENTRE * math.sqrt(v[2])):
                         v, A = plrv.tilt_stats(t, float(v[1]), 6)
                     elif math.isfinite(A):
@@ -89,8 +86,9 @@ def _plrv_node(plrv, j):
                         # one about the mean loosely (and would make the bounds' tilts depend on which node came
                         # first): computed about the mean when needed (_plrv_abs3)
                         A = None
-                if np.all(np.isfinite(v)) and (A is None or math.isfinite(A)):
-                    got = [v.tolist(), A]
+            got = [None, None]
+            if v is not None and np.all(np.isfinite(v)) and (A is None or math.isfinite(A)):
+                got = [v.tolist(), A]
         memo[j] = got
     return got[0]
 
@@ -181,6 +179,7 @@ class _Direction:
         # [0, j] finite, an infinite one every node above it infinite
         self._fin_hi, self._inf_lo = -math.inf, math.inf
         self._start = None
+        self._sup = None
         self._t_zero = None
         self._m0 = None
         self._roots = {}  # estimate key -> {log delta: log of its model root} (earlier queries: the searches' starts)
@@ -331,7 +330,9 @@ class _Direction:
 
     def sup(self):
         """The largest value the composed loss can take (inf for unbounded losses)."""
-        return sum(c * plrv.support[1] for plrv, c in self.parts)
+        if self._sup is None:
+            self._sup = sum(c * plrv.support[1] for plrv, c in self.parts)
+        return self._sup
 
     def finite(self, t):
         return self._where(t) is not None
@@ -770,8 +771,8 @@ def _lower_eps(dirn, target, u, uppers=None):
         vec, A = dirn.exact(t)
         if uppers is not None:
             uppers.append(_upper_at(dirn, target, t, vec, A))
-        if _log_err0(t, vec[0], vec[2], A) == math.inf:
-            continue  # vacuous at this tilt
+        if not vec[2] > 0.0:
+            continue  # Theorem 5 is vacuous at this tilt (_log_err0)
         a, _ = _cross(_bound_at(t, vec, A, "log_lower"), target, dirn.eps_of(t), 1.0 / t, floor=0.0)
         if a is not None:
             return max(a, 0.0)
@@ -781,8 +782,8 @@ def _lower_eps(dirn, target, u, uppers=None):
 def _upper_at(dirn, target, t, vec, A):
     """(epsilon_up, (t, vec, A, epsilon_up)): Theorem 5's upper bound solved in epsilon at the tilt t (exact
     values vec, A there)."""
-    if _log_err0(t, vec[0], vec[2], A) == math.inf:
-        return math.inf, None  # Theorem 5 is vacuous at this tilt (another tilt gives the bound)
+    if not vec[2] > 0.0:
+        return math.inf, None  # Theorem 5 is vacuous at this tilt (_log_err0; another tilt gives the bound)
     _, b = _cross(_bound_at(t, vec, A, "log_upper"), target, dirn.eps_of(t, vec), 1.0 / t)
     return max(b, 0.0), (t, vec, A, b)
 
