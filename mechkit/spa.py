@@ -871,7 +871,7 @@ def delta(items, epsilon, order=1, variant="msd"):
                 other = min(other, dirn.at(t2, e, want_bounds=True)["log_upper"])
             log_up = max(log_up, other)
         val.append(_exp(_value(r, key)))
-        lo.append(_exp(r["log_lower"]))
+        lo.append(max(_exp(r["log_lower"]), _point_mass_delta(dirs, e)))
         up.append(min(1.0, _exp(log_up)))
         rel.append(_reliable(r))
     val, moved = clamp_into(np.minimum(np.array(val), 1.0), np.array(lo), np.array(up))
@@ -1057,6 +1057,18 @@ def _top_atom(dirn):
             logp += c * math.log(probs[-1])
         got = dirn._nodes["top"] = None if got is None else (got, logp)
     return got
+
+
+def _point_mass_delta(dirs, eps):
+    """A certified lower bound on delta(eps) (max over the directions) from the point masses at the largest losses:
+    delta(eps) >= P (1 - e^(eps - s)) for eps < s (exact where eps is above the second largest value of a
+    finite loss, e.g. randomized response); 0 where no direction has such a point mass."""
+    out = 0.0
+    for dirn in dirs:
+        top = _top_atom(dirn)
+        if top is not None and eps < top[0]:
+            out = max(out, _exp(top[1] + _nm.log1mexp(eps - top[0]) - LOG_SLACK) * (1.0 - 1e-12))
+    return out
 
 
 def _point_mass_lower(top, target):

@@ -456,3 +456,22 @@ def test_random_randomized_response_bounds_bracket_the_exact_epsilon(e0, q, k, l
     slack = 1e-9 * (1 + exact)
     assert e.lower - slack <= exact <= e.upper + slack
     assert e.upper <= s_max * (1 + 1e-12) + 1e-12
+
+
+def test_delta_near_the_largest_loss_from_the_point_mass():
+    # randomized response x10: above the second largest loss (8) only the point mass at 10 counts, so
+    # delta(eps) = P (1 - e^(eps - 10)) exactly, P = (e/(1+e))^10; the SPA's own lower bound is 0 there
+    import mpmath as mp
+    mp.mp.dps = 30
+    p = mp.e / (1 + mp.e)
+    run = mk.compose((mk.randomized_response(epsilon=1.0), 10))
+    eps = [8.0, 9.5, 9.99]
+    d = run.delta(eps, method="spa")
+    for i, e in enumerate(eps):
+        exact = float(p ** 10 * (1 - mp.e ** (mp.mpf(e) - 10)))
+        assert d.lower[i] <= exact <= d.upper[i]
+        assert d.lower[i] == pytest.approx(exact, rel=1e-8)
+    # Laplace x20 (continuous part below the largest loss too): a strict lower bound, 2^-20 (1 - e^(eps - 20))
+    d = mk.compose((mk.laplace(scale=1.0), 20)).delta([19.0, 19.99], method="spa")
+    for i, e in enumerate((19.0, 19.99)):
+        assert d.lower[i] == pytest.approx(2.0 ** -20 * -math.expm1(e - 20.0), rel=1e-8) and d.lower[i] <= d.upper[i]
