@@ -191,9 +191,9 @@ class Law:
                 parts.append((gs, res))
                 center = mu
         if center != center:  # the one piece has no tilted mass: the heaviest atom
-            if not len(aw):
+            center = self.tilt_mode(tau)
+            if center != center:
                 raise DerivationError("the tilted distribution has no mass")
-            center = float(av[int(np.argmax(aw))])
         if len(parts) == 1 and not len(aw):
             return (*N.tilt_cumulants(parts[0][1], parts[0][0], center, n), center)
         shifts = [g for g, _ in parts] + list(aw)

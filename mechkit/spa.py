@@ -180,6 +180,7 @@ class _Direction:
         self._fin_hi, self._inf_lo = -math.inf, math.inf
         self._start = None
         self._sup = None
+        self._top = False  # not yet computed (None: no point mass at the largest loss)
         self._t_zero = None
         self._m0 = None
         self._roots = {}  # estimate key -> {log delta: log of its model root} (earlier queries: the searches' starts)
@@ -333,6 +334,21 @@ class _Direction:
         if self._sup is None:
             self._sup = sum(c * plrv.support[1] for plrv, c in self.parts)
         return self._sup
+
+    def top_atom(self):
+        """(largest value, log of its probability) of the composed loss where every mechanism's loss has a point mass
+        at its largest value (pure-DP mechanisms: Laplace, randomized response, discrete Laplace, their subsampled
+        versions), else None (memoised)."""
+        if self._top is False:
+            top, logp = self.sup(), 0.0
+            for plrv, c in self.parts:
+                vals, probs = plrv.atoms()
+                if not (math.isfinite(top) and vals.size and vals[-1] == plrv.support[1] and probs[-1] > 0):
+                    top = None
+                    break
+                logp += c * math.log(probs[-1])
+            self._top = None if top is None else (top, logp)
+        return self._top
 
     def finite(self, t):
         return self._where(t) is not None
@@ -1042,21 +1058,9 @@ def at_zero(dirn, fn, target, bounds):
     return math.isnan(t0) or fn(dirn.at(t0, 0.0, want_bounds=bounds)) <= target
 
 
-def _top_atom(dirn):
-    """(largest value, log of its probability) of the composed loss where every mechanism's loss has a point mass at
-    its largest value (pure-DP mechanisms: Laplace, randomized response, discrete Laplace, their subsampled
-    versions), else None; memoised on the direction."""
-    got = dirn._nodes.get("top", 0)
-    if got == 0:
-        got, logp = dirn.sup(), 0.0
-        for plrv, c in dirn.parts:
-            vals, probs = plrv.atoms()
-            if not (math.isfinite(got) and vals.size and vals[-1] == plrv.support[1] and probs[-1] > 0):
-                got = None
-                break
-            logp += c * math.log(probs[-1])
-        got = dirn._nodes["top"] = None if got is None else (got, logp)
-    return got
+def _heavy_tops(dirs, target):
+    """{id(direction): (s, log P)} for the directions whose largest loss s carries a point mass P > exp(target)."""
+    return {id(d): top for d in dirs if (top := d.top_atom()) is not None and target < top[1]}
 
 
 def _point_mass_delta(dirs, eps):
@@ -1065,7 +1069,7 @@ def _point_mass_delta(dirs, eps):
     finite loss, e.g. randomized response); 0 where no direction has such a point mass."""
     out = 0.0
     for dirn in dirs:
-        top = _top_atom(dirn)
+        top = dirn.top_atom()
         if top is not None and eps < top[0]:
             out = max(out, _exp(top[1] + _nm.log1mexp(eps - top[0]) - LOG_SLACK) * (1.0 - 1e-12))
     return out
@@ -1083,15 +1087,13 @@ def _point_mass_epsilon(dirs, target, order, variant):
     composed loss has a point mass P at its largest value s: there delta(eps) >= P (1 - e^(eps - s)) and
     delta(s) = 0, so s + log(1 - delta / P) <= epsilon <= s (certified; the interval's width is about delta / P).
     The other direction must be below that lower end by its own largest loss.  None where this does not apply."""
-    lo, up, tops = 0.0, 0.0, []
-    for dirn in dirs:
-        top = _top_atom(dirn)
-        if top is not None and target < top[1]:
-            lo = max(lo, _point_mass_lower(top, target))
-            up = max(up, top[0])
-            tops.append(top)
-    if not tops or any(_top_atom(d) is None or not target < _top_atom(d)[1] for d in dirs
-                       if not d.sup() <= lo):
+    heavy = _heavy_tops(dirs, target)
+    if not heavy:
+        return None
+    tops = list(heavy.values())
+    lo = max(_point_mass_lower(top, target) for top in tops)
+    up = max(top[0] for top in tops)
+    if not all(id(d) in heavy or d.sup() <= lo for d in dirs):
         return None
     details = _details(order, variant, None)
     details.update(note="delta is below the saddle points' reach: the point mass P at the largest privacy loss s "
@@ -1212,10 +1214,8 @@ def _epsilon(items, d, order, variant):
     # two more certified facts: delta(largest loss) = 0, and a point mass at the largest loss keeps delta above
     # the target up to s + log(1 - delta/P) (pure-DP mechanisms at small delta; ``_point_mass_epsilon``)
     up = min(up, max(dirn.sup() for dirn in dirs))
-    for dirn in dirs:
-        top = _top_atom(dirn)
-        if top is not None and target < top[1]:
-            lo = max(lo, _point_mass_lower(top, target))
+    for top in _heavy_tops(dirs, target).values():
+        lo = max(lo, _point_mass_lower(top, target))
     val, moved = clamp_into(val, lo, up)
     if moved or (u_dom is None and up > 0):
         # outside its own certified interval, or 0 only because the approximation never reaches delta
