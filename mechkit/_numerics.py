@@ -712,13 +712,20 @@ def _peak_width(mode, f1, f2, a, b, t, theta, xs, gs):
     return 0.5 * total
 
 
-@njit(types.UniTuple(f8, 3)(types.int64, KT, KT, f8, f8, f8, A1), cache=True, error_model="numpy")
-def peak_scan(mode, f1, f2, a, b, t, theta):
+#: how far below the scanned maximum of the tilted log-density a scanned point still counts towards the extent
+#: that ``tilt_piece``'s trapezoid walk must cover
+EXTENT_NATS = 60.0
+
+
+@njit(types.UniTuple(f8, 5)(types.int64, KT, KT, f8, f8, f8, A1), cache=True, error_model="numpy")
+def peak_scan_extent(mode, f1, f2, a, b, t, theta):
     """Locate the maximum of g(x) = (1+t) f1 - t f2 (mode 0) or f1 (mode 1) on [a, b].
 
     Returns (x_star, g_star, width): width is about where g has dropped by 1, a scale for the
     quadrature map.  A coarse scan over a geometric grid around 0 (or the finite end), then
-    golden-section refinement between the scanned neighbours of the best point.
+    golden-section refinement between the scanned neighbours of the best point.  ``peak_scan_extent`` also returns
+    the smallest and largest scanned points where g is within EXTENT_NATS of the best scanned value (where a
+    quadrature that walks outwards from the peak must reach at least: a second bump behind a deep valley).
     """
     pts = np.empty(420)
     npts = 0
@@ -743,13 +750,21 @@ def peak_scan(mode, f1, f2, a, b, t, theta):
             npts += 1
     best_x = anchor
     best_g = -np.inf
+    gv = np.empty(npts)
     for i in range(npts):
         g = _gval(mode, f1, f2, pts[i], t, theta)
+        gv[i] = g
         if g == g and g > best_g:
             best_g = g
             best_x = pts[i]
     if best_g == -np.inf:
-        return anchor, -np.inf, 1.0
+        return anchor, -np.inf, 1.0, anchor, anchor
+    xlo = best_x
+    xhi = best_x
+    for i in range(npts):
+        if gv[i] >= best_g - EXTENT_NATS:
+            xlo = min(xlo, pts[i])
+            xhi = max(xhi, pts[i])
     left = lo
     right = hi
     for i in range(npts):
@@ -783,7 +798,14 @@ def peak_scan(mode, f1, f2, a, b, t, theta):
     if not (gs >= best_g):
         xs = best_x
         gs = best_g
-    return xs, gs, _peak_width(mode, f1, f2, a, b, t, theta, xs, gs)
+    return xs, gs, _peak_width(mode, f1, f2, a, b, t, theta, xs, gs), xlo, xhi
+
+
+@njit(types.UniTuple(f8, 3)(types.int64, KT, KT, f8, f8, f8, A1), cache=True, error_model="numpy")
+def peak_scan(mode, f1, f2, a, b, t, theta):
+    """``peak_scan_extent`` without the extent: (x_star, g_star, width)."""
+    xs, gs, w, _, _ = peak_scan_extent(mode, f1, f2, a, b, t, theta)
+    return xs, gs, w
 
 
 @njit(types.boolean(KT, KT, f8, f8, f8, f8, A1), cache=True, error_model="numpy")
@@ -799,6 +821,134 @@ def tilt_diverges(lp, lq, a, b, t, gs, theta):
             if math.isfinite(g1) and math.isfinite(g2) and g2 >= g1 - 1.0 and g2 > gs - 700.0:
                 return True
     return False
+
+
+# ----------------------------------------------------------------------------------------------------
+# trapezoid rule on the whole line (the SPA's tilted moments on a piece with two infinite ends)
+
+#: the trapezoid walk stops on a side once two consecutive points contribute less than this (relative to the
+#: integrand's peak, every component) beyond the scanned extent
+TRAP_NEGLIGIBLE = 1e-19
+#: the trapezoid gives up (the caller falls back to adaptive GK21) beyond this many integrand evaluations
+TRAP_MAX_POINTS = 6000
+#: the absolute third moment (a certificate's ingredient, returned with its error estimate added) is refined
+#: until its levels agree to this
+TRAP_ABS3_RTOL = 1e-3
+
+
+@njit(f8(KT, KT, KT, f8, f8, f8, f8, types.int64, A1, A1), cache=True, error_model="numpy")
+def _trap_point(lp, lq, L, x, t, shift, mu, nmom, theta, acc):
+    """Add the tilted-moment integrand at x into acc: acc[j] += v (L - mu)^j (j < nmom), acc[nmom] += v |L - mu|^3,
+    acc[m + j] the same in absolute value and acc[2m + j] times the conditioning of v (m = nmom + 1), with
+    v = exp((1+t) lp - t lq - shift).  Returns the largest absolute term, -1 where v overflows."""
+    m = nmom + 1
+    if t == -1.0:
+        lg = lq(x, theta)
+        cond = abs(lg)
+    else:
+        lpv = lp(x, theta)
+        if lpv == -np.inf:
+            return 0.0
+        if t == 0.0:
+            lg = lpv
+            cond = abs(lg)
+        else:
+            lqv = lq(x, theta)
+            lg = (1.0 + t) * lpv - t * lqv
+            cond = abs((1.0 + t) * lpv) + abs(t * lqv)
+    e = lg - shift
+    if e > 700.0:
+        return -1.0
+    v = math.exp(e)
+    if v == 0.0 or v != v:
+        return 0.0
+    cond += abs(shift) + 1.0
+    d = L(x, theta) - mu
+    p = v
+    big = v
+    for j in range(nmom):
+        ap = abs(p)
+        acc[j] += p
+        acc[m + j] += ap
+        acc[2 * m + j] += ap * cond
+        if ap > big:
+            big = ap
+        p *= d
+    ad = abs(d)
+    a3 = v * ad * ad * ad
+    acc[nmom] += a3
+    acc[m + nmom] += a3
+    acc[2 * m + nmom] += a3 * cond
+    if a3 > big:
+        big = a3
+    return big
+
+
+@njit(types.Tuple((A1, types.boolean))(KT, KT, KT, f8, f8, f8, f8, f8, types.int64, A1, f8, f8, f8, f8),
+      cache=True, error_model="numpy")
+def trap_moments(lp, lq, L, t, x0, h, shift, mu, nmom, theta, rtol, xlo, xhi, c3):
+    """Tilted moments on the whole line by the trapezoid rule on x = x0 + i h, halving h until two levels agree.
+
+    For integrands analytic in a strip about the real axis and decaying like the tilted densities of smooth
+    mechanisms, the rule converges geometrically in 1/h (a few dozen points where adaptive GK21 needs several
+    hundred).  Level 0 walks outwards from x0 until every component is negligible (TRAP_NEGLIGIBLE) beyond
+    [xlo, xhi]; each level adds the midpoints.  Done when every moment j < nmom changed by at most rtol of its
+    integral of |f| (plus its rounding: the conditioning of the tilted log-density); the absolute third moment,
+    whose integrand has a kink at x0 (where L = mu; c3 = 0 where there is none), carries the Euler-Maclaurin
+    term of that kink, c3 h^4, and is returned with the last change added (an upper estimate).
+    Returns (integrals[0..nmom], converged); not converged beyond TRAP_MAX_POINTS or where v overflows."""
+    m = nmom + 1
+    S = np.zeros(3 * m)
+    out = np.zeros(m)
+    if _trap_point(lp, lq, L, x0, t, shift, mu, nmom, theta, S) < 0.0:
+        return out, False
+    npts = 1
+    ilo = 0
+    ihi = 0
+    for side in (-1, 1):
+        i = 0
+        quiet = 0
+        while quiet < 2:
+            i += 1
+            x = x0 + side * i * h
+            big = _trap_point(lp, lq, L, x, t, shift, mu, nmom, theta, S)
+            npts += 1
+            if big < 0.0 or npts > TRAP_MAX_POINTS or not math.isfinite(x):
+                return out, False
+            past = x > xhi if side > 0 else x < xlo
+            quiet = quiet + 1 if (big < TRAP_NEGLIGIBLE and past) else 0
+        if side < 0:
+            ilo = -i
+        else:
+            ihi = i
+    prev = np.empty(m)
+    for j in range(m):
+        prev[j] = S[j] * h
+    prev[nmom] += c3 * h ** 4
+    while True:
+        nk = ihi - ilo
+        if npts + nk > TRAP_MAX_POINTS:
+            return out, False
+        for k in range(nk):
+            if _trap_point(lp, lq, L, x0 + (ilo + k + 0.5) * h, t, shift, mu, nmom, theta, S) < 0.0:
+                return out, False
+        npts += nk
+        h *= 0.5
+        ilo *= 2
+        ihi *= 2
+        ok = True
+        for j in range(m):
+            out[j] = S[j] * h
+            if j == nmom:
+                out[j] += c3 * h ** 4
+            tol = (rtol if j < nmom else TRAP_ABS3_RTOL) * S[m + j] * h + 1e-15 * S[2 * m + j] * h + 1e-300
+            if abs(out[j] - prev[j]) > tol:
+                ok = False
+        if ok:
+            out[nmom] += abs(out[nmom] - prev[nmom])
+            return out, True
+        for j in range(m):
+            prev[j] = out[j]
 
 
 @njit(types.Tuple((f8, A1, f8))(types.int64, types.int64, types.int64, types.int64, types.boolean, f8, f8,
@@ -821,7 +971,7 @@ def tilt_piece(lp_at, lq_at, L_at, inv_at, has_inv, a, b, inc, La, Lb, t, mu, nm
     lq = _as_kernel(lq_at)
     L = _as_kernel(L_at)
     inv = _as_kernel(inv_at)
-    xs, gs, w = peak_scan(0, lp, lq, a, b, t, theta)
+    xs, gs, w, xlo, xhi = peak_scan_extent(0, lp, lq, a, b, t, theta)
     if not (gs > -np.inf and gs < np.inf):
         return gs, np.zeros(nmom + 1), mu
     if tilt_diverges(lp, lq, a, b, t, gs, theta):
@@ -830,6 +980,23 @@ def tilt_piece(lp_at, lq_at, L_at, inv_at, has_inv, a, b, inc, La, Lb, t, mu, nm
         mu = L(xs, theta)
         if not math.isfinite(mu):  # (a peak where one density vanishes) any finite centre; the caller re-centres
             mu = 0.0
+    if a == -np.inf and b == np.inf and w > 0.0:
+        # the whole line: the trapezoid rule from the kink of |L - mu|^3 (GK21 below where it does not converge)
+        x0 = xs
+        c3 = 0.0
+        if min(La, Lb) < mu < max(La, Lb):
+            xk = _checked_inverse(inv, has_inv, L, mu, a, b, inc, 1e-12, theta)
+            if math.isfinite(xk):
+                x0 = xk
+                dx = 1e-4 * w
+                d1 = abs(L(xk + dx, theta) - L(xk - dx, theta)) / (2.0 * dx)
+                # Euler-Maclaurin: F = |L - mu|^3 e^g has a third derivative jumping by 12 L'^3 e^g at the kink
+                c3 = -(d1 * d1 * d1) * math.exp(_gval(0, lp, lq, xk, t, theta) - gs) / 60.0
+                if not math.isfinite(c3):
+                    c3 = 0.0
+        res, ok = trap_moments(lp, lq, L, t, x0, 0.5 * w, gs, mu, nmom, theta, rtol, xlo, xhi, c3)
+        if ok:
+            return gs, res, mu
     w *= 4.0  # a map 4x wider than the peak: fewer halvings towards u = +/-1 (20 -> 14 intervals, Gaussian tails)
     ua = _u_of_x(a, xs, w)
     ub = _u_of_x(b, xs, w)
