@@ -829,8 +829,15 @@ def tilt_diverges(lp, lq, a, b, t, gs, theta):
 #: the trapezoid walk stops on a side once two consecutive points contribute less than this (relative to the
 #: integrand's peak, every component) beyond the scanned extent
 TRAP_NEGLIGIBLE = 1e-19
-#: the trapezoid gives up (the caller falls back to adaptive GK21) beyond this many integrand evaluations
-TRAP_MAX_POINTS = 6000
+#: the trapezoid gives up (the caller falls back to adaptive GK21) beyond this many integrand evaluations, or
+#: where its first level (step half the peak's width) needs more than TRAP_LEVEL0_POINTS to reach the negligible
+#: tails: slowly decaying tails (e.g. exponential, the logistic mechanism's) cost adaptive GK21 less
+TRAP_MAX_POINTS = 400
+TRAP_LEVEL0_POINTS = 80
+#: tilt_piece tries the trapezoid only where the peak scan's extent spans at most this many level-0 steps (a
+#: performance choice, not a correctness one: subsampled Gaussians measure 13-53, the logistic mechanism's
+#: exponential tails 59-115, where the walk would exceed TRAP_LEVEL0_POINTS and fall back anyway)
+TRAP_EXTENT_POINTS = 56
 #: the absolute third moment (a certificate's ingredient, returned with its error estimate added) is refined
 #: until its levels agree to this
 TRAP_ABS3_RTOL = 1e-3
@@ -896,7 +903,8 @@ def trap_moments(lp, lq, L, t, x0, h, shift, mu, nmom, theta, rtol, xlo, xhi, c3
     integral of |f| (plus its rounding: the conditioning of the tilted log-density); the absolute third moment,
     whose integrand has a kink at x0 (where L = mu; c3 = 0 where there is none), carries the Euler-Maclaurin
     term of that kink, c3 h^4, and is returned with the last change added (an upper estimate).
-    Returns (integrals[0..nmom], converged); not converged beyond TRAP_MAX_POINTS or where v overflows."""
+    Returns (integrals[0..nmom], converged); not converged where level 0 needs more than TRAP_LEVEL0_POINTS, beyond
+    TRAP_MAX_POINTS in all or where v overflows."""
     m = nmom + 1
     S = np.zeros(3 * m)
     out = np.zeros(m)
@@ -913,7 +921,7 @@ def trap_moments(lp, lq, L, t, x0, h, shift, mu, nmom, theta, rtol, xlo, xhi, c3
             x = x0 + side * i * h
             big = _trap_point(lp, lq, L, x, t, shift, mu, nmom, theta, S)
             npts += 1
-            if big < 0.0 or npts > TRAP_MAX_POINTS or not math.isfinite(x):
+            if big < 0.0 or npts > TRAP_LEVEL0_POINTS or not math.isfinite(x):
                 return out, False
             past = x > xhi if side > 0 else x < xlo
             quiet = quiet + 1 if (big < TRAP_NEGLIGIBLE and past) else 0
@@ -980,29 +988,29 @@ def tilt_piece(lp_at, lq_at, L_at, inv_at, has_inv, a, b, inc, La, Lb, t, mu, nm
         mu = L(xs, theta)
         if not math.isfinite(mu):  # (a peak where one density vanishes) any finite centre; the caller re-centres
             mu = 0.0
-    if a == -np.inf and b == np.inf and w > 0.0:
-        # the whole line: the trapezoid rule from the kink of |L - mu|^3 (GK21 below where it does not converge)
+    xk = np.nan  # the kink of |L - mu|^3
+    if min(La, Lb) < mu < max(La, Lb):
+        xk = _checked_inverse(inv, has_inv, L, mu, a, b, inc, 1e-12, theta)
+    if a == -np.inf and b == np.inf and w > 0.0 and (xhi - xlo) <= TRAP_EXTENT_POINTS * 0.5 * w:
+        # the whole line, tails about as short as a Gaussian's: the trapezoid rule from the kink (GK21 below where
+        # it does not converge)
         x0 = xs
         c3 = 0.0
-        if min(La, Lb) < mu < max(La, Lb):
-            xk = _checked_inverse(inv, has_inv, L, mu, a, b, inc, 1e-12, theta)
-            if math.isfinite(xk):
-                x0 = xk
-                dx = 1e-4 * w
-                d1 = abs(L(xk + dx, theta) - L(xk - dx, theta)) / (2.0 * dx)
-                # Euler-Maclaurin: F = |L - mu|^3 e^g has a third derivative jumping by 12 L'^3 e^g at the kink
-                c3 = -(d1 * d1 * d1) * math.exp(_gval(0, lp, lq, xk, t, theta) - gs) / 60.0
-                if not math.isfinite(c3):
-                    c3 = 0.0
+        if math.isfinite(xk):
+            x0 = xk
+            dx = 1e-4 * w
+            d1 = abs(L(xk + dx, theta) - L(xk - dx, theta)) / (2.0 * dx)
+            # Euler-Maclaurin: F = |L - mu|^3 e^g has a third derivative jumping by 12 L'^3 e^g at the kink
+            c3 = -(d1 * d1 * d1) * math.exp(_gval(0, lp, lq, xk, t, theta) - gs) / 60.0
+            if not math.isfinite(c3):
+                c3 = 0.0
         res, ok = trap_moments(lp, lq, L, t, x0, 0.5 * w, gs, mu, nmom, theta, rtol, xlo, xhi, c3)
         if ok:
             return gs, res, mu
     w *= 4.0  # a map 4x wider than the peak: fewer halvings towards u = +/-1 (20 -> 14 intervals, Gaussian tails)
     ua = _u_of_x(a, xs, w)
     ub = _u_of_x(b, xs, w)
-    uk = np.nan
-    if min(La, Lb) < mu < max(La, Lb):
-        uk = _u_of_x(_checked_inverse(inv, has_inv, L, mu, a, b, inc, 1e-12, theta), xs, w)
+    uk = _u_of_x(xk, xs, w) if math.isfinite(xk) else np.nan
     if not (ua < uk < ub):  # no kink inside the piece: equal intervals
         return gs, gk_integrate(4, lp, lq, L, a, b, xs, w, t, gs, mu, nmom, theta, rtol, nsplit)[0], mu
     edges = np.empty(2 * nsplit + 1)
