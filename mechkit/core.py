@@ -101,12 +101,14 @@ class Law:
         return got
 
     def _piece_addresses(self, pc):
-        """``_piece_kernels`` as the engine's ``tilt_piece`` takes them: addresses (the refs stay alive in its memo)."""
+        """``_piece_kernels`` as the engine's ``tilt_piece`` takes them: addresses (the refs stay alive in its memo),
+        and the piece's peak-scan grid with log p, log q on it (``scan_grid``: tilt-independent, computed once)."""
         memo = self.__dict__.setdefault("_pa", {})
         got = memo.get(id(pc))
         if got is None:
             lp, lq, L, inv, has_inv = self._piece_kernels(pc)
-            got = memo[id(pc)] = (lp.address, lq.address, L.address, inv.address, has_inv)
+            got = memo[id(pc)] = ((lp.address, lq.address, L.address, inv.address, has_inv),
+                                  N.scan_grid(0, lp, lq, pc.a, pc.b, self.theta))
         return got
 
     def _tilted_pieces(self, tau):
@@ -167,26 +169,26 @@ class Law:
         (``tilt_mode`` first otherwise)."""
         if n not in range(2, 7):
             raise ValueError(f"n must be in 2..6, got {n!r}")
-        inf = (np.full(n + 1, np.inf), np.inf, center)
         if self.atoms.values.size:
             terms = _atom_terms(self.atoms, tau)
             if terms is None:
-                return inf
+                return _infinite_stats(n, center)
             aw, av = terms
             if np.any(np.isinf(av)):
-                return inf
+                return _infinite_stats(n, center)
         else:
             aw = ()
         if center != center and len(self.mono) != 1:
             center = self.tilt_mode(tau)
             if center != center:
-                return inf
+                return _infinite_stats(n, center)
         parts = []
         for pc in self.mono:  # peak scan, divergence check and quadrature in one compiled call per piece
-            gs, res, mu = N.tilt_piece(*self._piece_addresses(pc), pc.a, pc.b, pc.inc, pc.La, pc.Lb, tau, center,
-                                       n + 1, self.theta, TILT_RTOL, TILT_NSPLIT)
+            addresses, grid = self._piece_addresses(pc)
+            gs, res, mu = N.tilt_piece(*addresses, pc.a, pc.b, pc.inc, pc.La, pc.Lb, tau, center, n + 1, self.theta,
+                                       TILT_RTOL, TILT_NSPLIT, *grid)
             if gs == np.inf:
-                return inf
+                return _infinite_stats(n, center)
             if gs > -np.inf:
                 parts.append((gs, res))
                 center = mu
@@ -637,6 +639,11 @@ def _memo_vector(core, tau, n):
                 vec = None
         memo[key] = vec if vec is not None else core.cgf_quadrature(tau, n, vector=True)
     return memo[key]
+
+
+def _infinite_stats(n, center):
+    """``tilt_stats_about``'s answer where the tilted MGF is infinite."""
+    return np.full(n + 1, np.inf), np.inf, center
 
 
 def _atom_terms(at, tau):

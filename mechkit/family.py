@@ -581,9 +581,15 @@ class PLRV:
         ``center`` is a guess of K'(t) (the moments are integrated about it; A is exact when it is K'(t)).
         Memoised per (t, center, n).  The saddle-point accountant's certificate evaluations use it.
         """
-        t = check_finite_real("t", t)
-        center = check_finite_real("center", center)
-        memo = self.__dict__.setdefault("_tilt_memo", {})
+        vec, A = self._tilt_stats(check_finite_real("t", t), check_finite_real("center", center), n)
+        return np.array(vec), A
+
+    def _tilt_stats(self, t, center, n):
+        """``tilt_stats`` for the engine's own callers (t and center finite floats): ([K(t), ..., K^(n)(t)] as a
+        list, A), memoised; the list is shared with the memo (read it, do not change it)."""
+        memo = self.__dict__.get("_tilt_memo")
+        if memo is None:
+            memo = self._tilt_memo = {}
         key = (t, center, n)
         got = memo.get(key)
         if got is None:
@@ -592,8 +598,8 @@ class PLRV:
             vec, A = self._core.tilt_stats(self._a * t + self._b, self._a * center, n)
             if self._a != 1.0:
                 vec = vec * _SIGNS[: n + 1]
-            got = memo[key] = (vec, float(A))
-        return got[0].copy(), got[1]
+            got = memo[key] = (vec.tolist(), float(A))
+        return got
 
     def mgf(self, t):
         return np.exp(self.cgf(t))

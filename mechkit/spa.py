@@ -68,27 +68,31 @@ def _plrv_node(plrv, j):
         t = math.exp(j * H_NODE)
         if plrv._core._cgf_closed is not None:
             v = plrv.cgf_vector(t, 6)
-            got = [v.tolist() if np.all(np.isfinite(v)) else None, None]
+            got = [v.tolist() if np.all(np.isfinite(v)) else None, None, None]
         else:
             i = next((i for i in (j - 1, j + 1) if i in memo and memo[i][0] is not None), None)
-            v = A = None
+            v = A = A_any = None
             if i is not None:
                 centre = _taylor(memo[i][0], t - math.exp(i * H_NODE), 1)[1]
                 if math.isfinite(centre):
-                    v, A = plrv.tilt_stats(t, centre, 6)
+                    v, A = plrv._tilt_stats(t, centre, 6)
             else:  # the first node: about the tilted law's mode (the pass's own peak scan), re-centred where far off
                 v, A, centre = plrv.tilt_stats_about_mode(t, 6)
-                if np.all(np.isfinite(v)):
+                if all(map(math.isfinite, v.tolist())):
                     if not (v[2] > 0 and abs(v[1] - centre) <= RECENTRE * math.sqrt(v[2])):
-                        v, A = plrv.tilt_stats(t, float(v[1]), 6)
+                        v, A = plrv._tilt_stats(t, float(v[1]), 6)
                     elif math.isfinite(A):
                         # the moments are accurate, but the absolute moment about a centre this far off bounds the
                         # one about the mean loosely (and would make the bounds' tilts depend on which node came
-                        # first): computed about the mean when needed (_plrv_abs3)
-                        A = None
-            got = [None, None]
-            if v is not None and np.all(np.isfinite(v)) and (A is None or math.isfinite(A)):
-                got = [v.tolist(), A]
+                        # first): computed about the mean when needed (_plrv_abs3); kept apart as a valid, looser
+                        # bound for the other direction's certificate (_below_at_guess)
+                        A, A_any = None, A
+            got = [None, None, None]
+            if v is not None and (A is None or math.isfinite(A)):
+                if not isinstance(v, list):
+                    v = v.tolist()
+                if all(map(math.isfinite, v)):
+                    got = [v, A, A if A is not None else A_any]
         memo[j] = got
     return got[0]
 
@@ -106,9 +110,9 @@ def _moments_at_zero(plrv):
         if plrv._core._cgf_closed is not None:
             v = plrv.cgf_vector(0.0, 2)
         else:
-            v = plrv.tilt_stats(0.0, 0.0, 2)[0]
+            v = plrv._tilt_stats(0.0, 0.0, 2)[0]
             if math.isfinite(v[1]) and not v[1] * v[1] <= 1e4 * abs(v[2]):
-                v = plrv.tilt_stats(0.0, float(v[1]), 2)[0]
+                v = plrv._tilt_stats(0.0, float(v[1]), 2)[0]
         got = plrv._spa_m0 = [float(v[1]), float(v[2])]
     return got
 
@@ -118,7 +122,9 @@ def _plrv_abs3(plrv, j):
     v = _plrv_node(plrv, j)
     got = plrv._spa_nodes[j]
     if got[1] is None and v is not None:
-        got[1] = plrv.tilt_stats(math.exp(j * H_NODE), v[1], 2)[1]
+        got[1] = plrv._tilt_stats(math.exp(j * H_NODE), v[1], 2)[1]
+        if got[2] is None:
+            got[2] = got[1]
     return got[1]
 
 
@@ -193,7 +199,11 @@ class _Direction:
             per = [_plrv_node(plrv, j) for plrv, _ in self.parts]
             comp = None
             if all(v is not None for v in per):
-                comp = (self.counts @ np.array(per)).tolist()
+                if len(per) == 1:
+                    c = float(self.counts[0])
+                    comp = [c * x for x in per[0]]
+                else:
+                    comp = (self.counts @ np.array(per)).tolist()
                 if j > self._fin_hi:
                     self._fin_hi = j
             elif j < self._inf_lo:
@@ -214,9 +224,11 @@ class _Direction:
             return None
         return j, t - math.exp(j * H_NODE)
 
-    def vector(self, t):
-        """[K, K', K'', K''', K''''] of the composition at t from the model (inf outside the domain)."""
-        w = self._where(t)
+    def vector(self, t, w=False):
+        """[K, K', K'', K''', K''''] of the composition at t from the model (inf outside the domain); ``w``: t's
+        ``_where`` where the caller has it."""
+        if w is False:
+            w = self._where(t)
         if w is None:
             return [math.inf] * 5
         v = _taylor(self._nodes[w[0]][1], w[1])
@@ -224,23 +236,23 @@ class _Direction:
             v = self.exact(t)[0]
         return v
 
-    def centres(self, t):
+    def centres(self, t, w=False):
         """K_i'(t) of each mechanism from the model (the centres of the exact quadrature passes)."""
-        j, d = self._where(t)
+        j, d = self._where(t) if w is False else w
         per = self.node(j)[0]
         return [float(_taylor(per[i], d, 1)[1]) for i in range(len(self.parts))]
 
-    def exact(self, t, centres=None):
+    def exact(self, t, centres=None, w=False):
         """([K..K''''] of the composition by quadrature at t, sum_i k_i E|L_i,t - K_i'(t)|^3 bounded above), the
         quadratures centred on the model's K_i'(t), or on ``centres`` (then A may bound loosely where they are far
         from the K_i'(t), and the model is not consulted)."""
-        vec = np.zeros(5)
+        vec = [0.0] * 5
         A = 0.0
-        for (plrv, c), ctr in zip(self.parts, self.centres(t) if centres is None else centres):
-            v, a = plrv.tilt_stats(t, ctr, 4)
-            vec += c * v
+        for (plrv, c), ctr in zip(self.parts, self.centres(t, w) if centres is None else centres):
+            v, a = plrv._tilt_stats(t, ctr, 4)
+            vec = [x + c * y for x, y in zip(vec, v)]
             A += c * a
-        return vec.tolist(), A
+        return vec, A
 
     def node_abs3(self, j):
         """sum_i k_i E|L_i - K_i'|^3 at the node t_j (exact there, memoised with the node)."""
@@ -267,20 +279,28 @@ class _Direction:
             self._m0 = (float(v0[0]), float(v0[1]))
         return self._m0
 
+    def _gaussian_tilt(self, eps):
+        """log of the saddle point of eps under a Gaussian model of K (K'(0), K''(0)); None where the moments at 0
+        do not give one."""
+        m1, var = self._moments0()
+        if not (math.isfinite(m1) and math.isfinite(var) and var > 0):
+            return None
+        lo, hi = math.log(T_MIN), math.log(T_MAX)
+        for _ in range(40):
+            mid = 0.5 * (lo + hi)
+            t = math.exp(mid)
+            if m1 + var * t - 1.0 / t - 1.0 / (1.0 + t) < eps:
+                lo = mid
+            else:
+                hi = mid
+        return 0.5 * (lo + hi)
+
     def _guess(self, eps):
         """A first tilt for the saddle point of eps: where a Gaussian model of K (K'(0), K''(0)) puts it, if that
         is inside the domain, else the start tilt."""
-        m1, var = self._moments0()
-        if math.isfinite(m1) and math.isfinite(var) and var > 0:
-            lo, hi = math.log(T_MIN), math.log(T_MAX)
-            for _ in range(40):
-                mid = 0.5 * (lo + hi)
-                t = math.exp(mid)
-                if m1 + var * t - 1.0 / t - 1.0 / (1.0 + t) < eps:
-                    lo = mid
-                else:
-                    hi = mid
-            t = math.exp(math.floor(0.5 * (lo + hi) / H_NODE) * H_NODE)  # a node: see _solve_t
+        u = self._gaussian_tilt(eps)
+        if u is not None:
+            t = math.exp(math.floor(u / H_NODE) * H_NODE)  # a node: see _solve_t
             if T_MIN < t < 0.5 * T_MAX and self.finite(t):
                 return t
         return self.start()
@@ -451,13 +471,14 @@ class _Direction:
         return min(max(r, 1.001), cap) if cap > 1 else max(min(r, 0.999), cap)
 
     # -- delta at a tilt ------------------------------------------------------------------------------------
-    def at(self, t, eps=None, want_bounds=True):
+    def at(self, t, eps=None, want_bounds=True, w=False):
         """Everything at tilt t for epsilon eps (default: the epsilon whose saddle point is t): the approximations
-        from the model, or, with ``want_bounds``, everything from the exact values (certified bounds)."""
+        from the model, or, with ``want_bounds``, everything from the exact values (certified bounds).  ``w``: t's
+        ``_where`` where the caller has it."""
         if want_bounds:
-            vec, A = self.exact(t)
+            vec, A = self.exact(t, w=w)
         else:
-            vec, A = self.vector(t), None
+            vec, A = self.vector(t, w), None
         if eps is None:
             eps = self.eps_of(t, vec)
         out = _evaluate(t, vec, eps, A)
@@ -485,12 +506,23 @@ def _evaluate(t, vec, eps, A=None):
     log_msd0 = K - eps * t - math.log(t) - math.log1p(t) - 0.5 * (LOG_2PI + math.log(p2))
     corr = 1.0 + p4 / (8.0 * p2 * p2) - 5.0 * (p3 * p3) / (24.0 * p2 * p2 * p2)  # (inf, not an error, on overflow)
     log_msd1 = log_msd0 + math.log(corr) if corr > 0 else math.nan
-    log_clt = _log_clt(t, K, K1, K2, eps)
-    out = {"t": t, "eps": eps, "p2": p2, "p3": p3, "log_msd0": log_msd0, "log_msd1": log_msd1, "log_clt": log_clt,
-           "corr": corr}
+    out = _Result(t=t, eps=eps, p2=p2, p3=p3, log_msd0=log_msd0, log_msd1=log_msd1, corr=corr)
+    out.clt_args = (K, K1, K2)
     if A is not None:
-        out.update(_log_bounds(t, K, K2, A, eps, log_clt))
+        out.update(_log_bounds(t, K, K2, A, eps, out["log_clt"]))
     return out
+
+
+class _Result(dict):
+    """``_evaluate``'s answers; SP-CLT ("log_clt", two erfc evaluations) is computed when first looked up (the
+    model searches of MSD0 and MSD1 do not need it)."""
+    __slots__ = ("clt_args",)
+
+    def __missing__(self, key):
+        if key != "log_clt":
+            raise KeyError(key)
+        v = self["log_clt"] = _log_clt(self["t"], *self.clt_args, self["eps"])
+        return v
 
 
 def _log_clt(t, K, K1, K2, eps):
@@ -591,6 +623,30 @@ def _below(dirn, first, t, eps, target):
     if not (math.isfinite(vec[0]) and vec[2] > 0 and math.isfinite(A)):
         return False
     return _chernoff_or_theorem5(t, vec, A, eps) <= target
+
+
+def _below_at_guess(dirn, eps, target):
+    """True when ``dirn``'s node nearest the saddle point of eps under a Gaussian model of its K (K'(0), K''(0))
+    certifies delta(eps) <= exp(target) for it (Chernoff, or Theorem 5 with the node's tilted absolute third moment,
+    about the tilted mode where that is the node's centre: a valid, looser bound): then its epsilon is at most eps.
+    Where the other direction's saddle point is far from the first's (e.g. subsampled Gaussians at about one
+    expected sampled step: t = 35 against 85), the first's tilt cannot certify it, and this one node (memoised,
+    and the start of the other direction's model if it is needed after all) spares its whole search.
+    Returns (certified, log of the node's tilt or None): where it does not certify, the node is where the other
+    direction's search starts."""
+    u = dirn._gaussian_tilt(eps)
+    if u is None or not math.log(T_MIN) < u < math.log(0.5 * T_MAX):
+        return False, None
+    j = round(u / H_NODE)
+    comp = dirn.node(j)[1]
+    if comp is None or not comp[2] > 0:
+        return False, None
+    A = 0.0
+    for plrv, c in dirn.parts:
+        a = plrv._spa_nodes[j][2]
+        A += c * (a if a is not None else _plrv_abs3(plrv, j))
+    t = math.exp(j * H_NODE)
+    return math.isfinite(A) and _chernoff_or_theorem5(t, comp, A, eps) <= target, j * H_NODE
 
 
 def _chernoff_or_theorem5(t, vec, A, eps):
@@ -898,7 +954,7 @@ def delta(items, epsilon, order=1, variant="msd"):
     return EstimateArray(val, np.array(lo), np.array(up), "spa", True, details)
 
 
-def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10):
+def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10, guess=None):
     """log of the tilt t at which fn(at(t)) (a log-delta decreasing in t) equals target, or None when even the
     smallest resolvable epsilon has a log-delta below the target (then epsilon is 0).
 
@@ -907,7 +963,8 @@ def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10):
     inside the bracket with Illinois regula falsi as the safeguard (bisection where a value is not finite).
     ``u0`` warm-starts the search (the estimate's polish starts from the model's root, the bounds' from their
     anchor); without it, an approximation's search (fn.key) starts from its root for the nearest delta asked of
-    this direction before, else from the Gaussian model's guess (steps of at least 1e-3 from such starts).
+    this direction before, else from ``guess`` (log of a tilt where a node is known) or the Gaussian model's guess
+    (steps of at least 1e-3 from such starts).
     ``utol``: the relative width of the final bracket, ``vtol`` the accepted |log-delta - target| (the tilts of the
     bounds need not be precise: a bound holds at every tilt, and is solved exactly in epsilon at the tilt found).
     """
@@ -917,6 +974,8 @@ def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10):
         # the same approximation's root for the nearest delta asked before (the CGF there is known; a Gaussian
         # model can be far off where the composition is short); for the delta itself, the same root again
         u0 = seen[min(seen, key=lambda x: abs(x - target))]
+    elif u0 is None and guess is not None:
+        u0 = guess
     elif u0 is None:
         u0 = dirn.model_start(target)
         if u0 is not None:
@@ -936,11 +995,12 @@ def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10):
     blind = 0  # steps taken without a finite value on the unknown side
     for _ in range(200):
         t = math.exp(u)
-        if not dirn.finite(t):
+        w = dirn._where(t)
+        if w is None:  # outside the CGF's domain of finiteness
             hi_u, hi_v = u, -math.inf
             nu = 0.5 * (u + lo_u) if lo_u > -math.inf else u - cap
         else:
-            r = dirn.at(t, want_bounds=bounds)
+            r = dirn.at(t, want_bounds=bounds, w=w)
             v = fn(r) - target
             if v == 0.0 or (math.isfinite(v) and abs(v) <= vtol):
                 return u
@@ -1013,6 +1073,33 @@ def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10):
                 return None
         u = nu
     raise NumericalLimitError("the saddle-point search did not converge (report this as a bug)")
+
+
+#: the estimate's polish accepts the first exact evaluation, corrected to first order along the saddle points, where
+#: that correction of epsilon is at most this (relative to 1 + epsilon); the slope is the model's (central
+#: differences, no quadrature), so the error is second order: measured 1e-10 (1 + epsilon) at a correction of 1e-6
+#: (subsampled Gaussians, k = 100, where the model is least accurate), 1e-9 at 3e-6
+POLISH_LINEAR = 1e-6
+_SLOPE_H = 1e-7
+
+
+def _polish(dirn, target, fn, u):
+    """(log t, epsilon) of the estimate: the approximation ``fn`` on exact values at the model's root u, where the
+    model was accurate enough that a first-order step along the saddle points (the model's slope of fn) corrects
+    it (one exact evaluation, usually shared with the bounds' anchor), else the root searched on exact values
+    (``_solve_t``)."""
+    t = math.exp(u)
+    r = dirn.at(t, want_bounds=True)
+    v = fn(r) - target
+    if math.isfinite(v) and r["p2"] > 0:
+        hi, lo = (fn(dirn.at(math.exp(x), want_bounds=False)) for x in (u + _SLOPE_H, u - _SLOPE_H))
+        slope = (hi - lo) / (2.0 * _SLOPE_H)
+        if slope < 0:
+            step = -t * r["p2"] * v / slope  # d epsilon / du = t psi''
+            if abs(step) <= POLISH_LINEAR * (1.0 + abs(r["eps"])):
+                return u, r["eps"] + step
+    u = _solve_t(dirn, target, fn, True, u, vtol=1e-9)
+    return u, (None if u is None else dirn.at(math.exp(u), want_bounds=True)["eps"])
 
 
 def _root(dirn, target, fn, u0=None, **kw):
@@ -1144,20 +1231,27 @@ def _epsilon(items, d, order, variant):
     dominated = set()
     margin = math.inf  # until the first direction's polish has measured the model's error
     for i, dirn in enumerate(dirs):
-        if i > 0 and (dirn.sup() <= est[0][0] or (est[0][2] is not None and _below(
-                dirn, dirs[0], math.exp(est[0][2]), est[0][0], target))):
-            # its epsilon is at most its largest loss, or certified at most the first's estimate
-            dominated.add(id(dirn))
-            continue
-        u = roots[id(dirn)] = _root(dirn, target, fn)
+        guess = None
+        if i > 0:
+            # its epsilon is at most its largest loss, or certified at most the first's estimate (at the first's
+            # tilt, else at its own saddle point under a Gaussian model, whose node starts its search otherwise)
+            done = dirn.sup() <= est[0][0]
+            if not done and est[0][2] is not None:
+                done = _below(dirn, dirs[0], math.exp(est[0][2]), est[0][0], target)
+                if not done:
+                    done, guess = _below_at_guess(dirn, est[0][0], target)
+            if done:
+                dominated.add(id(dirn))
+                continue
+        u = roots[id(dirn)] = _root(dirn, target, fn, guess=guess)
         row = [0.0 if u is None else max(dirn.eps_of(math.exp(u)), 0.0), dirn, u]
         est.append(row)
         if u is None or (i > 0 and row[0] < est[0][0] - margin):
             continue
         model = row[0]
-        u = _solve_t(dirn, target, fn, True, u, vtol=1e-9)
+        u, e = _polish(dirn, target, fn, u)
         row[2] = u
-        row[0] = 0.0 if u is None else max(dirn.at(math.exp(u), want_bounds=True)["eps"], 0.0)
+        row[0] = 0.0 if u is None else max(e, 0.0)
         if i == 0:
             # the other direction is polished only where its model value could still be the larger one: within
             # a generous multiple of the model error just observed on the first, and never less than POLISH_MARGIN
