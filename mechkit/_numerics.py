@@ -1150,3 +1150,28 @@ def tilt_cumulants(tot, g, center, n):
     for j in range(2, n + 1):
         out[j] = ks[j - 2]
     return out, (raw[n + 1] ** (1.0 / 3.0) + abs(m1)) ** 3
+
+
+@njit(types.Tuple((A1, f8, f8, types.int64))(types.int64, types.int64, types.int64, types.int64, types.boolean, f8, f8,
+                                             types.boolean, f8, f8, f8, f8, types.int64, A1, f8, types.int64, A1, A1,
+                                             A1, f8), cache=True, error_model="numpy")
+def tilt_stats_piece(lp_at, lq_at, L_at, inv_at, has_inv, a, b, inc, La, Lb, t, mu, n, theta, rtol, nsplit, pts, vp,
+                     vq, sign):
+    """``tilt_piece`` and ``tilt_cumulants`` in one call for a law with one monotone piece and no atoms: ([K(t), ...,
+    K^(n)(t)] with K^(j) multiplied by sign^j, A, the centre used, status); status 0, or 1 where the tilted MGF
+    diverges (vec and A inf), 2 where the piece has no tilted mass (the caller's general path decides)."""
+    gs, res, mu2 = tilt_piece(lp_at, lq_at, L_at, inv_at, has_inv, a, b, inc, La, Lb, t, mu, n + 1, theta, rtol, nsplit,
+                              pts, vp, vq)
+    if gs == np.inf:
+        out = np.empty(n + 1)
+        out[:] = np.inf
+        return out, np.inf, mu, 1
+    if not gs > -np.inf:
+        return np.zeros(n + 1), np.nan, mu, 2
+    vec, A = tilt_cumulants(res, gs, mu2, n)
+    if sign != 1.0:
+        f = 1.0
+        for j in range(n + 1):
+            vec[j] *= f
+            f *= sign
+    return vec, A, mu2, 0

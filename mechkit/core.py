@@ -163,6 +163,29 @@ class Law:
         """
         return self.tilt_stats_about(tau, center, n)[:2]
 
+    def tilt_stats_signed(self, tau, center, n, sign):
+        """``tilt_stats_about`` with K^(j) multiplied by sign^j (sign = +/-1: the PLRV of -L), as ([K, ...], A,
+        centre): one compiled call for a law with one monotone piece and no atoms (the SPA's passes), else the
+        general path."""
+        pc = self._single_piece()
+        if pc is not None:
+            addresses, grid = self._piece_addresses(pc)
+            vec, A, c, status = N.tilt_stats_piece(*addresses, pc.a, pc.b, pc.inc, pc.La, pc.Lb, tau, center, n,
+                                                   self.theta, TILT_RTOL, TILT_NSPLIT, *grid, sign)
+            if status < 2:
+                return vec, A, c
+        vec, A, c = self.tilt_stats_about(tau, center, n)
+        if sign != 1.0:
+            vec = vec * sign ** np.arange(n + 1)
+        return vec, A, c
+
+    def _single_piece(self):
+        """The one monotone piece of a law without atoms (None otherwise; memoised)."""
+        got = self.__dict__.get("_single")
+        if got is None:
+            got = self._single = (self.mono[0],) if len(self.mono) == 1 and not self.atoms.values.size else (None,)
+        return got[0]
+
     def tilt_stats_about(self, tau, center, n=4):
         """``tilt_stats`` returning (vec, A, the centre used); ``center`` = nan: about the tilted law's mode (where
         no model of K'(tau) is at hand), found by the pass's own peak scan where there is one monotone piece

@@ -570,9 +570,7 @@ class PLRV:
         """``tilt_stats`` about the t-tilted law's mode (``Law.tilt_stats_about``: no model of K'(t) needed; one pass
         where the loss has one monotone piece): ([K(t), ..., K^(n)(t)], A, the centre used).  Not memoised."""
         t = check_finite_real("t", t)
-        vec, A, c = self._core.tilt_stats_about(self._a * t + self._b, math.nan, n)
-        if self._a != 1.0:
-            vec = vec * _SIGNS[: n + 1]
+        vec, A, c = self._core.tilt_stats_signed(self._a * t + self._b, math.nan, n, self._a)
         return vec, float(A), self._a * c
 
     def tilt_stats(self, t, center, n=4):
@@ -595,9 +593,7 @@ class PLRV:
         if got is None:
             if len(memo) >= 4096:
                 memo.clear()
-            vec, A = self._core.tilt_stats(self._a * t + self._b, self._a * center, n)
-            if self._a != 1.0:
-                vec = vec * _SIGNS[: n + 1]
+            vec, A, _ = self._core.tilt_stats_signed(self._a * t + self._b, self._a * center, n, self._a)
             got = memo[key] = (vec.tolist(), float(A))
         return got
 

@@ -954,6 +954,10 @@ def delta(items, epsilon, order=1, variant="msd"):
     return EstimateArray(val, np.array(lo), np.array(up), "spa", True, details)
 
 
+#: inside a bracket, a regula falsi point within this fraction of its width from an end is replaced by the midpoint
+FALSI_EDGE = 0.01
+
+
 def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10, guess=None):
     """log of the tilt t at which fn(at(t)) (a log-delta decreasing in t) equals target, or None when even the
     smallest resolvable epsilon has a log-delta below the target (then epsilon is 0).
@@ -1030,6 +1034,8 @@ def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10, guess=No
                     # where a lower bound is positive)
                     return hi_u if bounds else (u if math.isfinite(v) else lo_u)
                 nu = u - v / slope if math.isfinite(v) else math.nan
+                if not bounds and utol < 1e-9 and abs(nu - u) <= utol * max(1.0, abs(u)):
+                    return u  # converged: Newton's next point is this one (|v| is at the model's rounding level)
                 width = hi_u - lo_u
                 widths.append(width)
                 if len(widths) >= 4 and width > 0.5 * widths[-4]:
@@ -1039,7 +1045,10 @@ def _solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10, guess=No
                     # Illinois regula falsi (bisection where a value is not finite)
                     if math.isfinite(lo_v) and math.isfinite(hi_v) and hi_v < 0 < lo_v:
                         nu = lo_u + (hi_u - lo_u) * lo_v / (lo_v - hi_v)
-                        if not (lo_u < nu < hi_u):
+                        edge = FALSI_EDGE * width
+                        if not (lo_u + edge < nu < hi_u - edge):
+                            # outside, or hugging an end because the other end's value is far larger (a cliff in
+                            # log delta, where the tilted loss changes regime): bisection shrinks the bracket faster
                             nu = 0.5 * (lo_u + hi_u)
                     else:
                         nu = 0.5 * (lo_u + hi_u)

@@ -529,3 +529,96 @@ def test_whole_line_trapezoid_agrees_with_adaptive_gk(sigma, q, t, direction):
     assert abs(v1[0] - v[0]) <= 1e-9 * (1 + abs(v[0]))
     assert np.allclose(v1[1:3], v[1:3], rtol=1e-7, atol=1e-10 * (1 + abs(v[1])))
     assert a * (1 - 1e-7) <= a1 <= a * (1 + 2e-3)
+
+
+# ------------------------------------------------------------------ the session-7 speed-ups: each checked on its own
+def test_peak_scan_from_the_cached_grid_finds_the_maximum():
+    # the scan's grid values do not depend on the tilt (computed once per piece); Brent's method refines the best
+    # grid point: the peak must be the maximum of the tilted log-density up to 1e-9 nats (a dense scan around it
+    # cannot beat it), and the width must be where it has dropped by about 1
+    from mechkit import _numerics as N
+    for m in (sg(2.0, 0.01), sg(0.8, 0.2), mk.laplace(scale=1.5), mk.gaussian(sigma=1.3)):
+        for direction in ("remove", "add"):
+            core = m.plrv(direction)._core
+            for pc in core.mono:
+                lp, lq, L, inv, has_inv = core._piece_kernels(pc)
+                grid = N.scan_grid(0, lp, lq, pc.a, pc.b, core.theta)
+                assert np.array_equal(grid[1], [lp(x, core.theta) for x in grid[0]])
+                for t in (0.0, 0.7, 5.0, 34.86, 70.0):
+                    xs, gs, w, _, _ = N.peak_from_grid(0, lp, lq, pc.a, pc.b, t, core.theta, *grid)
+                    assert (xs, gs, w) == N.peak_scan(0, lp, lq, pc.a, pc.b, t, core.theta)
+                    if not math.isfinite(gs):
+                        continue
+                    g = lambda x: (1 + t) * lp(x, core.theta) - t * lq(x, core.theta) if t else lp(x, core.theta)
+                    lo, hi = max(pc.a, xs - 3 * w), min(pc.b, xs + 3 * w)
+                    dense = max(g(x) for x in np.linspace(lo, hi, 2001))
+                    assert gs >= dense - 1e-9 * (1 + abs(gs)), (m.name, direction, t)
+                    if math.isfinite(w) and pc.a < xs - w and xs + w < pc.b:
+                        assert 0.3 < gs - max(g(xs - w), g(xs + w)) < 6.0
+
+
+def test_fused_single_piece_pass_equals_the_general_path():
+    # tilt_stats_signed's one compiled call (one monotone piece, no atoms) and tilt_stats_about are the same pass
+    m = sg(2.0, 0.01)
+    core = m.plrv("remove")._core
+    for t, c, n in ((0.0, 0.0, 2), (3.0, 0.1, 4), (34.86, math.nan, 6), (-40.0, -0.001, 6)):
+        for sign in (1.0, -1.0):
+            v1, a1, c1 = core.tilt_stats_signed(t, c, n, sign)
+            v2, a2, c2 = core.tilt_stats_about(t, c, n)
+            assert np.array_equal(v1, v2 * sign ** np.arange(n + 1)) and a1 == a2 and c1 == c2
+
+
+@settings(max_examples=12, deadline=None)
+@given(sigma=st.floats(0.6, 4.0), q=st.floats(0.002, 0.3), k=st.integers(20, 3000), logd=st.floats(-10.0, -4.0),
+       shift=st.floats(-0.3, 0.3))
+@example(sigma=2.0, q=0.01, k=100, logd=math.log10(1e-5), shift=0.0)  # certifies: the add direction is skipped
+def test_other_direction_certificate_at_its_gaussian_model_tilt_is_sound(sigma, q, k, logd, shift):
+    # _below_at_guess certifies delta_add(eps) <= delta from one node near the add direction's own saddle point;
+    # where it does, the FFT's certified lower bound on the add direction's delta(eps) must not exceed delta
+    from mechkit import fft, spa
+    run = mk.compose((sg(sigma, q), k))
+    d = 10.0 ** logd
+    e = run.epsilon(d, method="spa")
+    eps = max(float(e) * (1.0 + shift), 1e-3)
+    add = spa._directions(run.items)[1]
+    ok, _ = spa._below_at_guess(add, eps, math.log(d))
+    if not ok:
+        return
+    grid, curves, slack = fft._curves(run.items, 0.005, d * 1e-3, fft.DEFAULT_MEMORY_LIMIT)
+    lower = float(curves["add"].delta(np.array([eps + 0.005]))[0]) - d * 1e-3 - slack
+    assert lower <= d * (1 + 1e-9)
+
+
+def test_certified_other_direction_is_skipped_at_about_one_sampled_step():
+    # sigma = 2, q = 0.01, k = 100: the add direction's saddle point (t ~ 85) is far from the remove direction's
+    # (t ~ 35), so the remove tilt cannot certify it, the add direction's own Gaussian-model tilt does; the answer
+    # equals the one with the add direction searched in full
+    from mechkit import spa
+    run = mk.compose((sg(2.0, 0.01), 100))
+    assert spa._below_at_guess(spa._directions(run.items)[1], 0.16898, math.log(1e-5))[0]
+    e = run.epsilon(1e-5, method="spa")
+    orig = spa._below_at_guess
+    try:
+        spa._below_at_guess = lambda *a: (False, None)
+        f = mk.compose((sg(2.0, 0.01), 100)).epsilon(1e-5, method="spa")
+    finally:
+        spa._below_at_guess = orig
+    assert (e.value, e.lower, e.upper) == pytest.approx((f.value, f.lower, f.upper), rel=1e-12)
+
+
+@pytest.mark.parametrize("sigma, q, k, d", [(2.0, 0.01, 100, 1e-5), (2.0, 0.01, 100, 2.5e-5), (2.0, 0.01, 100, 3.5e-5),
+                                            (1.0, 0.003, 1000, 1e-5), (2.0, 0.01, 2080, 1e-15),
+                                            # first corrections of 7e-5 and 2e-2: the full search is needed
+                                            (1.0, 0.01, 3000, 1e-10), (2.0, 0.01, 1500, 1e-15)])
+def test_linearised_polish_matches_the_exact_value_search(sigma, q, k, d):
+    # the estimate's polish accepts the first exact evaluation corrected along the saddle points where the
+    # correction is small (POLISH_LINEAR); the full search on exact values must give the same epsilon to 1e-9
+    from mechkit import spa
+    e = mk.compose((sg(sigma, q), k)).epsilon(d, method="spa")
+    old = spa.POLISH_LINEAR
+    try:
+        spa.POLISH_LINEAR = 0.0
+        f = mk.compose((sg(sigma, q), k)).epsilon(d, method="spa")
+    finally:
+        spa.POLISH_LINEAR = old
+    assert float(e) == pytest.approx(float(f), rel=1e-9)
