@@ -171,12 +171,13 @@ class DiscreteCurve:
     def __init__(self, first, step, shift, pmf, inf_mass):
         self.first, self.step, self.shift = int(first), float(step), float(shift)
         self.inf_mass = inf_mass
-        # suffix sums d1_i = sum_{j >= i} p_j, d2_i = sum_{j >= i} p_j e^{-y_j}, compensated (a plain running sum
-        # of N terms may carry N units of rounding; Neumaier's stays at a few units plus N u^2)
+        # suffix sums d1_i = sum_{j >= i} p_j and the log of d2_i = sum_{j >= i} p_j e^{-y_j} (e^{-y} under- and
+        # overflows beyond |y| ~ 709: kept scaled), compensated (a plain running sum of N terms may carry N units of
+        # rounding; Neumaier's stays at a few units plus N u^2)
         p = np.ascontiguousarray(pmf, dtype=float)
         self.size = p.size
         self._Dm = None
-        self.d1, self.d2 = _nm.suffix_sums(p, self.y)
+        self.d1, self.ld2 = _nm.suffix_sums(p, self.y)
         self.sum_error = (4.0 * MACHINE_EPS + 2.0 * p.size * MACHINE_EPS ** 2) * float(np.sum(np.abs(p))) \
             + 4.0 * MACHINE_EPS
 
@@ -200,7 +201,7 @@ class DiscreteCurve:
         eps = np.asarray(eps, float)
         idx = self._count_le(eps)
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            out = self.d1[idx] - np.exp(eps + np.log(np.maximum(self.d2[idx], 0.0)))
+            out = self.d1[idx] - np.exp(eps + self.ld2[idx])
         return np.where(np.isfinite(out), out, 0.0)
 
     def delta(self, eps):
@@ -215,16 +216,20 @@ class DiscreteCurve:
             return 0.0
         if self._Dm is None:
             # delta at each support point (only mass strictly above counts), running minimum; e^y d2 in log space
-            # (y may exceed 709).  Made at the first query, after composition (so not part of the memory peak)
-            with np.errstate(divide="ignore", over="ignore"):
-                self._Dm = np.minimum.accumulate(self.d1[1:] - np.exp(self.y + np.log(np.maximum(self.d2[1:], 0.0))))
-        Dm = self._Dm
-        j = int(np.searchsorted(-Dm, -target, side="left"))  # first support point with D <= target
+            # (y may exceed 709).  Made at the first query, after composition (so not part of the memory peak).
+            # From the last support point <= 0 on (epsilon >= 0 needs no lower one; far below 0 the suffix sums of
+            # p e^{-y} are the pmf's rounding noise times e^{|y|})
+            i0 = max(int(self._count_le(0.0)) - 1, 0)
+            with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+                self._Dm = (i0, np.minimum.accumulate(
+                    self.d1[i0 + 1:] - np.exp(self.y[i0:] + self.ld2[i0 + 1:])))
+        i0, Dm = self._Dm
+        j = i0 + int(np.searchsorted(-Dm, -target, side="left"))  # first support point with D <= target
         j = min(j, self.size - 1)
-        d1, d2 = self.d1[j], self.d2[j]
-        if not d2 > 0:
+        d1, ld2 = self.d1[j], self.ld2[j]
+        if ld2 == -math.inf:
             return float((self.first + j) * self.step + self.shift)
-        return max(0.0, math.log(max(d1 - target, 1e-320) / d2))
+        return max(0.0, math.log(max(d1 - target, 1e-320)) - ld2)
 
 
 def compose_direction(items, direction, grid, delta_error=0.0):

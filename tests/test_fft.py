@@ -341,3 +341,21 @@ def test_floating_point_allowance_bounds_the_actual_rounding_error():
     err = np.max(np.abs(curve.delta_fin(eps) - ref))
     assert err <= curve.fp
     assert curve.fp < 1e-9  # and the allowance is not vacuous at this size
+
+
+@pytest.mark.parametrize("mu", [40.0, 60.0])
+def test_large_epsilon_beyond_exp_range_matches_gdp(mu):
+    # two Gaussians with mu-GDP mu: epsilon(1e-5) ~ 970 (mu = 40) and ~ 2100 (mu = 60), where e^{-y} alone
+    # underflows (y > 745) in the suffix sums of p e^{-y}, and the domain's far end (y < -709) overflows: the FFT
+    # returned -1107 (mu = 40; a nan-poisoned running minimum) and, with that fixed, delta 6-11% too large (the
+    # e^{eps} P(Y' > eps) term lost to underflow: its certified lower bound above the truth).  Now both sides are
+    # kept scaled: the certified interval must hold the exact mu-GDP epsilon, and delta(eps) the exact delta
+    sigma = math.sqrt(2.0) / mu
+    run = mk.compose((mk.gaussian(sigma=sigma), 2))
+    e = run.epsilon(1e-5, eps_error=0.05)
+    want = mk.gdp.epsilon(mu, 1e-5)
+    assert e.lower <= want <= e.upper and e.upper - e.lower <= 0.2
+    eps = np.array([want - 50.0, want, want + 10.0])
+    d = run.delta(eps, eps_error=0.05, delta_error=1e-9)
+    exact = np.array([mk.gdp.delta(mu, float(x)) for x in eps])
+    assert np.all(d.lower <= exact) and np.all(exact <= d.upper)
