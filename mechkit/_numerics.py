@@ -1190,3 +1190,141 @@ def tilt_stats_piece(lp_at, lq_at, L_at, inv_at, has_inv, a, b, inc, La, Lb, t, 
             vec[j] *= f
             f *= sign
     return vec, A, mu2, 0
+
+
+# ----------------------------------------------------------------------------------------------------
+# the saddle-point accountant's certified bounds at a fixed tilt, solved in epsilon (spa._bound_at, spa._cross)
+
+_SQRT_HALF = math.sqrt(0.5)
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+@njit(f8(f8), cache=True, error_model="numpy")
+def log_mills(x):
+    """log(e^{x^2/2} Q(x)) (spa._log_psi): math.erfc where Q(x) is a normal double, else Laplace's continued
+    fraction."""
+    if x < 25.0:
+        return 0.5 * x * x + math.log(0.5 * math.erfc(x * _SQRT_HALF))
+    r = x
+    for k in range(12, 0, -1):
+        r = x + k / r
+    return -0.5 * _LOG_2PI - math.log(r)
+
+
+@njit(types.UniTuple(f8, 2)(f8, f8, f8, f8, f8, types.boolean, f8, f8, f8), cache=True, error_model="numpy")
+def bound_value(t, K, K1, s, err0, upper, e, log_slack, quad_slack):
+    """(value, d value / d epsilon) of the log of Theorem 5's upper (``upper``) or lower bound at the fixed tilt t
+    and epsilon e, from K, K', s = sqrt(K'') and err0 (the log error term at epsilon 0, with its allowance): the
+    arithmetic of spa._clt_terms, _log_upper, _log_lower and spa._bound_at's f, in the same order."""
+    nan = np.nan
+    if not s > 0.0:
+        clt = K - t * K1 + log1mexp(e - K1) if K1 > e else -np.inf
+        g = nan
+        a = nan
+        b = nan
+        dl = nan
+    else:
+        g = (K1 - e) / s
+        a = t * s - g
+        b = a + s
+        la = log_mills(a)
+        lb = log_mills(b)
+        clt = K - t * e - 0.5 * g * g + la + log1mexp(lb - la) if lb < la else -np.inf
+        dl = lb - la
+    log_err = err0 - t * e
+    if upper:
+        a2 = clt + log_slack
+        hi = log_err if log_err > a2 else a2
+        lo = log_err if log_err < a2 else a2
+        v = hi if hi == -np.inf else hi + math.log1p(math.exp(lo - hi))
+    else:
+        m = log_err - clt
+        v = clt + log1mexp(0.0 if 0.0 < m else m) - quad_slack if log_err < clt else -np.inf
+    if not (clt > -np.inf and math.isfinite(v)):
+        return v, nan
+    dclt = -t + g / s + (a - b * math.exp(dl)) / (-math.expm1(dl) * s)
+    x = log_err - clt - (log_slack if upper else 0.0)
+    if upper:
+        w = 1.0 / (1.0 + math.exp(x)) if x < 700.0 else 0.0
+        return v, w * dclt - (1.0 - w) * t
+    rho = math.exp(x)
+    return v, (dclt + t * rho) / (1.0 - rho)
+
+
+@njit(types.Tuple((f8, f8, types.int64))(f8, f8, f8, f8, f8, types.boolean, f8, f8, f8, f8, f8, f8), cache=True,
+      error_model="numpy")
+def bound_cross(t, K, K1, s, err0, upper, target, e0, scale, floor, log_slack, quad_slack):
+    """spa._cross of ``bound_value`` (the same steps): (a, b, status) with f(a) >= target > f(b) and
+    b - a <= 1e-12 (1 + |a|); status 0, 1 where f stays below the target down to ``floor`` (a is nan), 2 where
+    no bracket was found (the caller raises)."""
+    has_a = False
+    has_b = False
+    a = np.nan
+    b = np.nan
+    va = np.nan
+    vb = np.nan
+    e = e0
+    step = scale * 1e-3
+    blind = 0
+    for _ in range(200):
+        v, d = bound_value(t, K, K1, s, err0, upper, e, log_slack, quad_slack)
+        if v >= target:
+            if not has_a or e > a:
+                a = e
+                va = v
+                has_a = True
+        else:
+            if not has_b or e < b:
+                b = e
+                vb = v
+                has_b = True
+            if not has_a and e <= floor:
+                return np.nan, b, 1
+        if has_a and has_b and b - a <= 1e-12 * (1.0 + abs(a)):
+            return a, b, 0
+        ne = e - (v - target) / d if (math.isfinite(v) and d < 0) else np.nan
+        if math.isfinite(ne):
+            h = 0.5e-12 * (1.0 + abs(e))
+            if abs(ne - e) < h:
+                ne = e + h if v >= target else e - h
+        if has_a and has_b:
+            if not (a < ne < b):
+                ne = 0.5 * (a + b)
+        elif not math.isfinite(ne) or (has_b and ne >= b) or (has_a and ne <= a):
+            ne = a + step if has_a else b - step
+            step *= 2.0
+            blind += 1
+            if not has_a and blind > 3 and floor > -np.inf:
+                ne = floor
+        if ne < floor:
+            if has_b and b <= floor:
+                return np.nan, b, 1
+            ne = floor
+        e = ne
+    if not (has_a and has_b):
+        return a, b, 2
+    # Illinois regula falsi (spa._falsi)
+    side = 0
+    for _ in range(200):
+        if b - a <= 1e-12 * (1.0 + abs(a)):
+            break
+        if math.isfinite(va) and math.isfinite(vb):
+            m = a + (b - a) * (va - target) / (va - vb)
+            if not (a < m < b):
+                m = 0.5 * (a + b)
+        else:
+            m = 0.5 * (a + b)
+        v = bound_value(t, K, K1, s, err0, upper, m, log_slack, quad_slack)[0]
+        if v >= target:
+            a = m
+            va = v
+            if side == 1:
+                vb = target + 0.5 * (vb - target)
+            side = 1
+        else:
+            b = m
+            vb = v
+            if side == -1:
+                va = target + 0.5 * (va - target)
+            side = -1
+    return a, b, 0

@@ -353,6 +353,10 @@ def test_bound_crossing_in_epsilon(which):
             assert d == pytest.approx(fd, rel=1e-5, abs=1e-6)
         for target in (math.log(1e-5), math.log(1e-10), math.log(1e-14)):
             a, b = spa._cross(f, target, eps_t, 1.0 / t, floor=0.0 if which == "log_lower" else -math.inf)
+            # the compiled crossing the queries use takes the same steps with the same arithmetic
+            ca, cb = spa._cross_bound(t, vec, A, which, target, eps_t, 1.0 / t,
+                                      floor=0.0 if which == "log_lower" else -math.inf)
+            assert (ca, cb) == pytest.approx((a, b), rel=1e-14, abs=1e-300) if a is not None else ca is None
             if a is None:  # no epsilon >= 0 where the lower bound reaches the target: it is below it at 0
                 assert which == "log_lower" and not f(0.0) >= target
                 continue
@@ -622,3 +626,28 @@ def test_linearised_polish_matches_the_exact_value_search(sigma, q, k, d):
     finally:
         spa.POLISH_LINEAR = old
     assert float(e) == pytest.approx(float(f), rel=1e-9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(logt=st.floats(-2.0, 2.0), logk2=st.floats(-6.0, 3.0), k1=st.floats(-1.0, 50.0), k0=st.floats(-50.0, 50.0),
+       loga=st.floats(-1.0, 3.0), logtarget=st.floats(-1.0, 2.5), which=st.sampled_from(["log_upper", "log_lower"]))
+def test_compiled_bound_crossing_is_the_python_one(logt, logk2, k1, k0, loga, logtarget, which):
+    # _cross_bound (numba) against _cross(_bound_at) (Python) at random tilts, cumulants, moments and targets:
+    # the same bracket (or both None / both raising)
+    from mechkit import spa
+    t, K2 = 10.0 ** logt, 10.0 ** logk2
+    vec, A, target = [k0 + 0.5 * t * k1, k1, K2], K2 ** 1.5 * 10.0 ** loga, -10.0 ** logtarget
+    floor = 0.0 if which == "log_lower" else -math.inf
+    e0 = k1 - 1.0 / t - 1.0 / (1.0 + t)
+    out = []
+    for fn in (lambda: spa._cross(spa._bound_at(t, vec, A, which), target, e0, 1.0 / t, floor),
+               lambda: spa._cross_bound(t, vec, A, which, target, e0, 1.0 / t, floor)):
+        try:
+            out.append(fn())
+        except NumericalLimitError:
+            out.append("raised")
+    p, c = out
+    if isinstance(p, str) or isinstance(c, str) or p[0] is None or c[0] is None:
+        assert (p == c) if isinstance(p, str) or isinstance(c, str) else (p[0] is None and c[0] is None)
+    else:
+        assert c == pytest.approx(p, rel=1e-13, abs=1e-13)
