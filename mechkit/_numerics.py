@@ -859,6 +859,12 @@ def scan_grid(mode, f1, f2, a, b, theta):
     return pts, v1, v2
 
 
+@njit(types.UniTuple(A1, 3)(types.int64, types.int64, types.int64, f8, f8, A1), cache=True, error_model="numpy")
+def scan_grid_at(mode, f1_at, f2_at, a, b, theta):
+    """``scan_grid`` with the kernels as addresses (``KernelRef.address``: no first-class function unboxing)."""
+    return scan_grid(mode, _as_kernel(f1_at), _as_kernel(f2_at), a, b, theta)
+
+
 @njit(types.UniTuple(f8, 5)(types.int64, KT, KT, f8, f8, f8, A1, A1, A1, A1), cache=True, error_model="numpy")
 def peak_from_grid(mode, f1, f2, a, b, t, theta, pts, v1, v2):
     """``peak_scan_extent`` from the grid's kernel values (``scan_grid``): the same arithmetic as ``_gval``."""

@@ -108,7 +108,7 @@ class Law:
         if got is None:
             lp, lq, L, inv, has_inv = self._piece_kernels(pc)
             got = memo[id(pc)] = ((lp.address, lq.address, L.address, inv.address, has_inv),
-                                  N.scan_grid(0, lp, lq, pc.a, pc.b, self.theta))
+                                  N.scan_grid_at(0, lp.address, lq.address, pc.a, pc.b, self.theta))
         return got
 
     def _tilted_pieces(self, tau):

@@ -513,6 +513,8 @@ class PLRV:
     @property
     def inf_mass(self):
         """P(Z = +inf): the probability of an infinite privacy loss (where only one density is positive)."""
+        if not self._core.atoms.values.size:
+            return 0.0
         vals, probs = self.atoms()
         return float(probs[vals == np.inf].sum())
 

@@ -362,6 +362,9 @@ class _Direction:
         if self._top is False:
             top, logp = self.sup(), 0.0
             for plrv, c in self.parts:
+                if not plrv._core.atoms.values.size:  # no point masses at all (most continuous mechanisms)
+                    top = None
+                    break
                 vals, probs = plrv.atoms()
                 if not (math.isfinite(top) and vals.size and vals[-1] == plrv.support[1] and probs[-1] > 0):
                     top = None
