@@ -806,7 +806,11 @@ def _modelled(dirn, which, anchor=None):
         else:
             ratio = K2 / anchor[0]  # (** would raise on overflow; * gives inf: a vacuous bound)
             A = anchor[2] * ratio * math.sqrt(ratio)
-        return _log_bounds(r["t"], K, K2, A, r["eps"], r["log_clt"])[which]
+        t = r["t"]
+        # _log_bounds(t, K, K2, A, eps, log_clt)[which] in one compiled call (the same arithmetic)
+        return _nm.bound_value(t, K, r["vec"][1], math.sqrt(K2) if K2 > 0.0 else 0.0, _log_err0(t, K, K2, A), upper,
+                               r["eps"], LOG_SLACK, QUAD_SLACK)[0]
+    upper = which == "log_upper"
     return fn
 
 
