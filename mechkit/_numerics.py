@@ -1221,7 +1221,9 @@ def log_mills(x):
 def bound_value(t, K, K1, s, err0, upper, e, log_slack, quad_slack):
     """(value, d value / d epsilon) of the log of Theorem 5's upper (``upper``) or lower bound at the fixed tilt t
     and epsilon e, from K, K', s = sqrt(K'') and err0 (the log error term at epsilon 0, with its allowance): the
-    arithmetic of spa._clt_terms, _log_upper, _log_lower and spa._bound_at's f, in the same order."""
+    arithmetic of spa._clt_terms, _log_upper and _log_lower, in the same order, and the slope
+    d log SP-CLT / d eps = -t + g/s + (a Psi(a) - b Psi(b)) / ((Psi(a) - Psi(b)) s) (Psi' = x Psi - phi(0)),
+    weighted by the two terms of the bound."""
     nan = np.nan
     if not s > 0.0:
         clt = K - t * K1 + log1mexp(e - K1) if K1 > e else -np.inf
@@ -1260,9 +1262,9 @@ def bound_value(t, K, K1, s, err0, upper, e, log_slack, quad_slack):
 @njit(types.Tuple((f8, f8, types.int64))(f8, f8, f8, f8, f8, types.boolean, f8, f8, f8, f8, f8, f8), cache=True,
       error_model="numpy")
 def bound_cross(t, K, K1, s, err0, upper, target, e0, scale, floor, log_slack, quad_slack):
-    """spa._cross of ``bound_value`` (the same steps): (a, b, status) with f(a) >= target > f(b) and
-    b - a <= 1e-12 (1 + |a|); status 0, 1 where f stays below the target down to ``floor`` (a is nan), 2 where
-    no bracket was found (the caller raises)."""
+    """A crossing of ``bound_value`` in epsilon (spa._cross_bound says how): (a, b, status) with f(a) >= target >
+    f(b) and b - a <= 1e-12 (1 + |a|); status 0, 1 where f stays below the target down to ``floor`` (a is nan),
+    2 where no bracket was found (the caller raises)."""
     has_a = False
     has_b = False
     a = np.nan
@@ -1309,7 +1311,7 @@ def bound_cross(t, K, K1, s, err0, upper, target, e0, scale, floor, log_slack, q
         e = ne
     if not (has_a and has_b):
         return a, b, 2
-    # Illinois regula falsi (spa._falsi)
+    # Illinois regula falsi: the kept end's value halved towards the target when it is kept again
     side = 0
     for _ in range(200):
         if b - a <= 1e-12 * (1.0 + abs(a)):

@@ -678,56 +678,13 @@ def _node_log_upper(dirn, t, eps, target=math.inf):
     return _chernoff_or_theorem5(tj, comp, dirn.node_abs3(j), eps)
 
 
-def _cross(f, target, e0, scale, floor=-math.inf):
-    """(a, b) with a < b, f(a) >= target > f(b) and b - a <= 1e-12 (1 + |a|): a crossing of f (evaluated at one
-    fixed tilt, cheap) found from e0.  ``f(e, True)`` gives (value, slope): safeguarded Newton (doubling steps of
-    ``scale`` x 1e-3, 2e-3, ... where the slope is not usable and no bracket is known yet; bisection inside a known
-    bracket where a step leaves it), the bracket closed by a step of half its tolerance past the last point.
-    a is None when f stays below the target down to ``floor``."""
-    a = b = None  # the largest point seen with f >= target, the smallest with f < target
-    va = vb = math.nan
-    e = e0
-    step = scale * 1e-3
-    blind = 0  # steps without a usable slope
-    for _ in range(200):
-        v, d = f(e, True)
-        if v >= target:
-            if a is None or e > a:
-                a, va = e, v
-        else:
-            if b is None or e < b:
-                b, vb = e, v
-            if a is None and e <= floor:
-                return None, b
-        if a is not None and b is not None and b - a <= 1e-12 * (1.0 + abs(a)):
-            return a, b
-        ne = e - (v - target) / d if math.isfinite(v) and d < 0 else math.nan
-        if math.isfinite(ne):
-            h = 0.5e-12 * (1.0 + abs(e))
-            if abs(ne - e) < h:  # converged on this side: close the bracket just past it
-                ne = e + h if v >= target else e - h
-        if a is not None and b is not None:
-            if not a < ne < b:
-                ne = 0.5 * (a + b)
-        elif not math.isfinite(ne) or (b is not None and ne >= b) or (a is not None and ne <= a):
-            ne = a + step if a is not None else b - step
-            step *= 2.0
-            blind += 1
-            if a is None and blind > 3 and floor > -math.inf:
-                ne = floor  # no value at or above the target yet: try the floor (0 for lower bounds)
-        if ne < floor:
-            if b is not None and b <= floor:
-                return None, b
-            ne = floor
-        e = ne
-    if a is None or b is None:
-        raise NumericalLimitError("the saddle-point bound has no crossing near the saddle point (report this as a bug)")
-    return _falsi(f, target, a, b, va, vb)
-
-
 def _cross_bound(t, vec, A, which, target, e0, scale, floor=-math.inf):
-    """``_cross(_bound_at(t, vec, A, which), ...)`` in one compiled call (``_numerics.bound_cross``: the same steps
-    and arithmetic; the query's hottest Python loop, 4-15 bound evaluations per crossing)."""
+    """(a, b) with f(a) >= target > f(b) and b - a <= 1e-12 (1 + |a|) for f = ``_bound_at(t, vec, A, which)``: a
+    crossing found from e0 (``_numerics.bound_cross``, compiled: safeguarded Newton with the analytic slope, doubling
+    steps of ``scale`` x 1e-3, 2e-3, ... where the slope is not usable and no bracket is known yet, the floor tried
+    after 3 such steps, bisection inside a known bracket where a step leaves it, the bracket closed by a step of
+    half its tolerance past the last point, Illinois regula falsi after 200 steps).  a is None when f stays below
+    the target down to ``floor``."""
     K, K1, K2 = vec[0], vec[1], vec[2]
     a, b, status = _nm.bound_cross(t, K, K1, math.sqrt(K2), _log_err0(t, K, K2, A), which == "log_upper", target,
                                    e0, scale, floor, LOG_SLACK, QUAD_SLACK)
@@ -736,57 +693,16 @@ def _cross_bound(t, vec, A, which, target, e0, scale, floor=-math.inf):
     return (None if status == 1 else a), b
 
 
-def _falsi(f, target, a, b, va, vb):
-    """Illinois regula falsi on a bracket of a decreasing crossing, f(a) = va >= target > vb = f(b) (bisection where
-    an end's value is not finite): (a, b) once b - a <= 1e-12 (1 + |a|)."""
-    side = 0  # which end was kept last: its value is halved towards the target when it is kept again
-    for _ in range(200):
-        if b - a <= 1e-12 * (1.0 + abs(a)):
-            break
-        if math.isfinite(va) and math.isfinite(vb):
-            m = a + (b - a) * (va - target) / (va - vb)
-            if not (a < m < b):
-                m = 0.5 * (a + b)
-        else:
-            m = 0.5 * (a + b)
-        v = f(m)
-        if v >= target:
-            a, va = m, v
-            if side == +1:
-                vb = target + 0.5 * (vb - target)
-            side = +1
-        else:
-            b, vb = m, v
-            if side == -1:
-                va = target + 0.5 * (va - target)
-            side = -1
-    return a, b
-
-
 def _bound_at(t, vec, A, which):
     """epsilon -> the log of Theorem 5's bound ``which`` ("log_upper" or "log_lower") at the fixed tilt t, from
-    [K, K', K'', ...] and A there; ``f(e, True)`` gives (value, d value / d epsilon)."""
+    [K, K', K'', ...] and A there; ``f(e, True)`` gives (value, d value / d epsilon) (``_numerics.bound_value``: the
+    arithmetic of _clt_terms, _log_upper and _log_lower, with the slope)."""
     K, K1, K2 = vec[0], vec[1], vec[2]
-    s = math.sqrt(K2)
-    err0 = _log_err0(t, K, K2, A)
-    upper = which == "log_upper"
+    s, err0, upper = math.sqrt(K2), _log_err0(t, K, K2, A), which == "log_upper"
 
     def f(e, slope=False):
-        clt, g, a, b, dl = _clt_terms(t, K, K1, s, e)
-        log_err = err0 - t * e
-        v = _log_upper(clt, log_err) if upper else _log_lower(clt, log_err)
-        if not slope:
-            return v
-        if not (clt > -math.inf and math.isfinite(v)):
-            return v, math.nan
-        # d log SP-CLT / d eps = -t + g/s + (a Psi(a) - b Psi(b)) / ((Psi(a) - Psi(b)) s), Psi' = x Psi - phi(0)
-        dclt = -t + g / s + (a - b * math.exp(dl)) / (-math.expm1(dl) * s)
-        x = log_err - clt - (LOG_SLACK if upper else 0.0)
-        if upper:  # log(c e^{clt} + e^{err}): the weights of the two terms
-            w = 1.0 / (1.0 + math.exp(x)) if x < 700.0 else 0.0
-            return v, w * dclt - (1.0 - w) * t
-        rho = math.exp(x)  # x < 0 where the lower bound is finite
-        return v, (dclt + t * rho) / (1.0 - rho)
+        v, d = _nm.bound_value(t, K, K1, s, err0, upper, e, LOG_SLACK, QUAD_SLACK)
+        return (v, d) if slope else v
     return f
 
 
