@@ -3,10 +3,12 @@
 Three tables, one process (``python benchmarks/spa.py``; JSON to ``benchmarks/results/spa.json``):
 
 1. **Time per query is flat in k.**  Poisson-subsampled Gaussian, sigma = 2, q = 0.01, epsilon(delta = 1e-5)
-   for k = 1e2 ... 1e6.  The SPA memoises the mechanism's CGF at fixed tilts (its search model) and the quadratures
-   of its certificates, so three times are shown (medians of 3): "cold" (a fresh mechanism object: every CGF
-   evaluation is new), "new delta" (the same composition asked for another delta) and "repeat" (a delta asked
-   before).  The FFT keeps nothing between queries; its time is for a fresh mechanism too.
+   for k = 1e2 ... 1e6, beside mechkit's FFT and the peers of benchmarks/fft.py where installed (prv_accountant
+   at the same budgets up to k = 1e5, dp_accounting's PLD at its default discretisation up to 1e4; one run each,
+   reported as peer time / SPA cold time).  The SPA memoises the mechanism's CGF at fixed tilts (its search
+   model) and the quadratures of its certificates, so three times are shown (medians of 3): "cold" (a fresh
+   mechanism object: every CGF evaluation is new), "new delta" (the same composition asked for another delta)
+   and "repeat" (a delta asked before).  The FFT keeps nothing between queries; its time is for a fresh mechanism too.
 2. **Accuracy against the truths of notes.md 8.2** (sigma = 2, q = 0.01, delta = 1e-15, mpmath 20 digits):
    relative epsilon error of SP-MSD0, SP-MSD1 and SP-CLT and whether the certified bounds bracket the truth.
 3. **Tiny delta.**  delta = 1e-30 for k = 3000: the SPA's answer and bounds; mechkit's FFT, prv_accountant
@@ -34,11 +36,12 @@ def _median(xs):
     return xs[len(xs) // 2]
 
 
-def flat_in_k(mk, ks, fft_max, reps=3):
+def flat_in_k(mk, ks, fft_max, peer_max=(0, 0), reps=3):
     """Per k: the SPA on a fresh mechanism object (its CGF nodes not yet computed: "cold"), then on the same
     composition at new deltas ("new delta": the nodes near the answer exist, the certificates are new quadratures)
     and at a delta asked before ("repeat": everything memoised); medians of ``reps`` runs.  The FFT on a fresh
-    mechanism each run (it keeps nothing between queries either way)."""
+    mechanism each run (it keeps nothing between queries either way); the peers (one run each, if installed)
+    for k up to ``peer_max`` = (prv_accountant's, dp_accounting's)."""
     rows = []
     for k in ks:
         cold, new, rep = [], [], []
@@ -59,8 +62,30 @@ def flat_in_k(mk, ks, fft_max, reps=3):
             tf = _median(tfs)
             row.update({"fft_eps": float(f), "fft_lower": f.lower, "fft_upper": f.upper, "fft_ms": tf * 1e3,
                         "fft_over_spa_cold": tf / _median(cold), "fft_over_spa_new_delta": tf / _median(new)})
+        for name, limit, fn in (("prv", peer_max[0], _prv_epsilon), ("dp", peer_max[1], _dp_epsilon)):
+            if k <= limit:
+                try:
+                    val, tp = timed(lambda: fn(k))
+                except ImportError:
+                    continue
+                row.update({f"{name}_eps": val, f"{name}_ms": tp * 1e3, f"{name}_over_spa_cold": tp / _median(cold)})
         rows.append(row)
     return rows
+
+
+def _prv_epsilon(k, delta=1e-5):
+    """prv_accountant's estimate at mechkit's default budgets (eps_error 0.01, delta_error delta / 1000)."""
+    from prv_accountant import PRVAccountant, PoissonSubsampledGaussianMechanism
+    acc = PRVAccountant(prvs=PoissonSubsampledGaussianMechanism(noise_multiplier=2.0, sampling_probability=0.01),
+                        max_self_compositions=k, eps_error=0.01, delta_error=delta / 1000)
+    return float(acc.compute_epsilon(delta=delta, num_self_compositions=k)[1])
+
+
+def _dp_epsilon(k, delta=1e-5):
+    """dp_accounting's PLD (its default discretisation 1e-4, pessimistic connect-the-dots)."""
+    from dp_accounting.pld import privacy_loss_distribution as pldlib
+    pld = pldlib.from_gaussian_mechanism(2.0, sampling_prob=0.01, value_discretization_interval=1e-4)
+    return float(pld.self_compose(k).get_epsilon_for_delta(delta))
 
 
 def accuracy(mk):
@@ -115,7 +140,7 @@ def main(argv=None):
     warm_composition(mk).epsilon(1e-5, method="spa")
     warm_composition(mk).epsilon(1e-5)
     ks = [100, 1000, 10_000] if args.quick else [100, 1000, 10_000, 100_000, 1_000_000]
-    flat = flat_in_k(mk, ks, 1000 if args.quick else 100_000)
+    flat = flat_in_k(mk, ks, 1000 if args.quick else 100_000, (1000, 1000) if args.quick else (100_000, 10_000))
     acc = accuracy(mk)
     tiny = tiny_delta(mk)
 
@@ -123,13 +148,16 @@ def main(argv=None):
           "fft/spa >= 100 at k=1e4)")
     print("   cold: fresh mechanism object; new delta: same composition, another delta; repeat: a delta asked before")
     print(f"{'k':>9} | {'spa eps':>9} | {'spa [lower, upper]':>22} | {'cold ms':>7} | {'new-d ms':>8} | "
-          f"{'repeat ms':>9} | {'fft eps':>9} | {'fft ms':>8} | {'fft/cold':>8} | {'fft/new-d':>9}")
+          f"{'repeat ms':>9} | {'fft eps':>9} | {'fft ms':>8} | {'fft/cold':>8} | {'fft/new-d':>9} | "
+          f"{'prv eps':>9} | {'prv/cold':>8} | {'dp eps':>9} | {'dp/cold':>8}")
     for r in flat:
         fft = (f"{r['fft_eps']:9.5f} | {r['fft_ms']:8.1f} | {r['fft_over_spa_cold']:8.1f} | "
                f"{r['fft_over_spa_new_delta']:9.1f}" if "fft_ms" in r
                else f"{'-':>9} | {'-':>8} | {'-':>8} | {'-':>9}")
+        peers = " | ".join(f"{r[p + '_eps']:9.5f} | {r[p + '_over_spa_cold']:8.0f}" if p + "_eps" in r
+                           else f"{'-':>9} | {'-':>8}" for p in ("prv", "dp"))
         print(f"{r['k']:>9} | {r['spa_eps']:9.5f} | [{r['spa_lower']:9.5f}, {r['spa_upper']:9.5f}] | "
-              f"{r['spa_cold_ms']:7.2f} | {r['spa_new_delta_ms']:8.2f} | {r['spa_repeat_ms']:9.2f} | {fft}")
+              f"{r['spa_cold_ms']:7.2f} | {r['spa_new_delta_ms']:8.2f} | {r['spa_repeat_ms']:9.2f} | {fft} | {peers}")
     print("\n2. relative epsilon error against notes.md 8.2 (delta = 1e-15; target MSD1 <= 1e-5 for n >= 2000)")
     print(f"{'n':>5} | {'MSD0':>10} | {'MSD1':>10} | {'SP-CLT':>10} | bounds bracket truth")
     for r in acc:
