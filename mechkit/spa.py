@@ -1053,6 +1053,26 @@ def _polish(dirn, target, fn, u):
     return u, (None if u is None else dirn.at(math.exp(u), want_bounds=True)["eps"])
 
 
+#: an SP-MSD1 root where the correction factor is within this of 0 is spurious: log delta_MSD1 runs to -inf as the
+#: factor falls to 0 (MSD0 takes over below it), so the search closes on that singularity wherever MSD0 is still
+#: above delta there (sigma 1.03, q 0.0059, k 166, delta 1e-4: a "root" at epsilon 0.212 with the factor at 1e-4,
+#: MSD0's own root at 0.420, the FFT 0.328)
+MSD1_SINGULAR = 0.05
+
+
+def _estimate_root(dirn, target, fn, **kw):
+    """(log t, fn used, fell back): the model's root of the estimate's approximation; an SP-MSD1 root on its
+    singularity (``MSD1_SINGULAR``) is replaced by SP-MSD0's root (the estimate is then not reliable)."""
+    u = _root(dirn, target, fn, **kw)
+    if getattr(fn, "key", None) != "log_msd1" or u is None:
+        return u, fn, False
+    corr = dirn.at(math.exp(u), want_bounds=False)["corr"]
+    if not abs(corr) <= MSD1_SINGULAR:
+        return u, fn, False
+    f0 = _modelled_value("log_msd0")
+    return _root(dirn, target, f0), f0, True
+
+
 def _root(dirn, target, fn, u0=None, **kw):
     """log t where the model's curve fn crosses the target at a positive epsilon, or None when epsilon is 0.
 
@@ -1180,6 +1200,7 @@ def _epsilon(items, d, order, variant):
     est = []
     roots = {}  # the model's roots, before polishing (for the default estimate, the bounds' anchors)
     dominated = set()
+    fallback = set()  # directions whose SP-MSD1 root was its singularity: SP-MSD0's root instead
     margin = math.inf  # until the first direction's polish has measured the model's error
     for i, dirn in enumerate(dirs):
         guess = None
@@ -1194,13 +1215,16 @@ def _epsilon(items, d, order, variant):
             if done:
                 dominated.add(id(dirn))
                 continue
-        u = roots[id(dirn)] = _root(dirn, target, fn, guess=guess)
+        u, f_dir, fell = _estimate_root(dirn, target, fn, guess=guess)
+        roots[id(dirn)] = u
+        if fell:
+            fallback.add(id(dirn))
         row = [0.0 if u is None else max(dirn.eps_of(math.exp(u)), 0.0), dirn, u]
         est.append(row)
         if u is None or (i > 0 and row[0] < est[0][0] - margin):
             continue
         model = row[0]
-        u, e = _polish(dirn, target, fn, u)
+        u, e = _polish(dirn, target, f_dir, u)
         row[2] = u
         row[0] = 0.0 if u is None else max(e, 0.0)
         if i == 0:
@@ -1216,7 +1240,7 @@ def _epsilon(items, d, order, variant):
 
     def anchor(dirn):
         if id(dirn) not in msd1_roots:
-            msd1_roots[id(dirn)] = _root(dirn, target, msd1)
+            msd1_roots[id(dirn)] = _estimate_root(dirn, target, msd1)[0]
         return msd1_roots[id(dirn)]
 
     lo, up, where = _bounds(dom, target, anchor(dom))
@@ -1265,6 +1289,8 @@ def _epsilon(items, d, order, variant):
     if moved or (u_dom is None and up > 0):
         # outside its own certified interval, or 0 only because the approximation never reaches delta
         details.update(reliable=False, clamped=moved)
+    if id(dom) in fallback:
+        details.update(reliable=False, msd1_singular=True)
     return Estimate(val, lo, up, "spa", True, details)
 
 
