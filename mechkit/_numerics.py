@@ -909,8 +909,8 @@ def peak_scan_extent(mode, f1, f2, a, b, t, theta):
     """Locate the maximum of g(x) = (1+t) f1 - t f2 (mode 0) or f1 (mode 1) on [a, b].
 
     Returns (x_star, g_star, width): width is about where g has dropped by 1, a scale for the
-    quadrature map.  A coarse scan over a geometric grid around 0 (or the finite end), then
-    golden-section refinement between the scanned neighbours of the best point.  ``peak_scan_extent`` also returns
+    quadrature map.  A coarse scan over a geometric grid around 0 (or the finite end, ``scan_grid``), then Brent's
+    refinement between the scanned neighbours of the best point (``peak_from_grid``).  ``peak_scan_extent`` also returns
     the smallest and largest scanned points where g is within EXTENT_NATS of the best scanned value (where a
     quadrature that walks outwards from the peak must reach at least: a second bump behind a deep valley).
     """
@@ -1081,8 +1081,10 @@ def trap_moments(lp, lq, L, t, x0, h, shift, mu, nmom, theta, rtol, xlo, xhi, c3
       cache=True, error_model="numpy")
 def tilt_piece(lp_at, lq_at, L_at, inv_at, has_inv, a, b, inc, La, Lb, t, mu, nmom, theta, rtol, nsplit, pts, vp,
                vq):
-    """One monotone piece's share of a tilted-moment pass in one call: peak scan, divergence check and adaptive
-    GK21 (mode 4, QUADPACK's error estimate), the quadrature started from ``nsplit`` intervals on each side of
+    """One monotone piece's share of a tilted-moment pass in one call: peak scan, divergence check and quadrature:
+    on the whole line with short tails the trapezoid rule from the kink of |L - mu|^3 (``trap_moments``), else (or
+    where it does not converge) adaptive GK21 (mode 4, QUADPACK's error estimate) started from ``nsplit`` intervals
+    on each side of
     the kink of |L - mu|^3 (where L = mu, found with the piece's checked inverse; L runs monotonically from La at
     a to Lb at b), so that every interval's integrand is smooth.
 
@@ -1199,7 +1201,8 @@ def tilt_stats_piece(lp_at, lq_at, L_at, inv_at, has_inv, a, b, inc, La, Lb, t, 
 
 
 # ----------------------------------------------------------------------------------------------------
-# the saddle-point accountant's certified bounds at a fixed tilt, solved in epsilon (spa._bound_at, spa._cross)
+# the saddle-point accountant's SP-CLT and its certified bounds at a fixed tilt, solved in epsilon (spa._log_clt,
+# spa._bound_at, spa._cross_bound)
 
 _SQRT_HALF = math.sqrt(0.5)
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -1207,8 +1210,9 @@ _LOG_2PI = math.log(2.0 * math.pi)
 
 @njit(f8(f8), cache=True, error_model="numpy")
 def log_mills(x):
-    """log(e^{x^2/2} Q(x)) (spa._log_psi): math.erfc where Q(x) is a normal double, else Laplace's continued
-    fraction."""
+    """log(e^{x^2/2} Q(x)), the log scaled Mills ratio, stable for all x: math.erfc where Q(x) is a normal double,
+    else Laplace's continued fraction Q(x) = phi(x) / (x + 1/(x + 2/(x + ...))) (backward; 8 terms reach double
+    precision from x = 25).  scipy's log_ndtr costs ~1 us per scalar call and cancels at huge x."""
     if x < 25.0:
         return 0.5 * x * x + math.log(0.5 * math.erfc(x * _SQRT_HALF))
     r = x
@@ -1217,28 +1221,32 @@ def log_mills(x):
     return -0.5 * _LOG_2PI - math.log(r)
 
 
+@njit(types.UniTuple(f8, 5)(f8, f8, f8, f8, f8), cache=True, error_model="numpy")
+def clt_terms(t, K, K1, s, e):
+    """(log SP-CLT, g, a, b, log Psi(b) - log Psi(a)) at tilt t and epsilon e, s = sqrt(K''), Psi(x) = e^{x^2/2}
+    Q(x): the value (eq. 79) and what its slope in epsilon needs (``bound_value``).  Where K'' is 0 (a tilted law
+    concentrated on its largest value to double precision, e.g. a bounded loss at a large tilt), the value is its
+    limit as s -> 0, the point mass at K': e^(K - t K') (1 - e^(e - K')) (0 for e >= K'), and the slope terms are
+    nan."""
+    if not s > 0.0:
+        return (K - t * K1 + log1mexp(e - K1) if K1 > e else -np.inf), np.nan, np.nan, np.nan, np.nan
+    g = (K1 - e) / s
+    a = t * s - g
+    b = a + s
+    la = log_mills(a)
+    lb = log_mills(b)
+    clt = K - t * e - 0.5 * g * g + la + log1mexp(lb - la) if lb < la else -np.inf
+    return clt, g, a, b, lb - la
+
+
 @njit(types.UniTuple(f8, 2)(f8, f8, f8, f8, f8, types.boolean, f8, f8, f8), cache=True, error_model="numpy")
 def bound_value(t, K, K1, s, err0, upper, e, log_slack, quad_slack):
     """(value, d value / d epsilon) of the log of Theorem 5's upper (``upper``) or lower bound at the fixed tilt t
-    and epsilon e, from K, K', s = sqrt(K'') and err0 (the log error term at epsilon 0, with its allowance): the
-    arithmetic of spa._clt_terms, _log_upper and _log_lower, in the same order, and the slope
+    and epsilon e, from K, K', s = sqrt(K'') and err0 (the log error term at epsilon 0, with its allowance): SP-CLT
+    (``clt_terms``) and the arithmetic of spa._log_upper and _log_lower, in the same order, and the slope
     d log SP-CLT / d eps = -t + g/s + (a Psi(a) - b Psi(b)) / ((Psi(a) - Psi(b)) s) (Psi' = x Psi - phi(0)),
     weighted by the two terms of the bound."""
-    nan = np.nan
-    if not s > 0.0:
-        clt = K - t * K1 + log1mexp(e - K1) if K1 > e else -np.inf
-        g = nan
-        a = nan
-        b = nan
-        dl = nan
-    else:
-        g = (K1 - e) / s
-        a = t * s - g
-        b = a + s
-        la = log_mills(a)
-        lb = log_mills(b)
-        clt = K - t * e - 0.5 * g * g + la + log1mexp(lb - la) if lb < la else -np.inf
-        dl = lb - la
+    clt, g, a, b, dl = clt_terms(t, K, K1, s, e)
     log_err = err0 - t * e
     if upper:
         a2 = clt + log_slack
@@ -1249,7 +1257,7 @@ def bound_value(t, K, K1, s, err0, upper, e, log_slack, quad_slack):
         m = log_err - clt
         v = clt + log1mexp(0.0 if 0.0 < m else m) - quad_slack if log_err < clt else -np.inf
     if not (clt > -np.inf and math.isfinite(v)):
-        return v, nan
+        return v, np.nan
     dclt = -t + g / s + (a - b * math.exp(dl)) / (-math.expm1(dl) * s)
     x = log_err - clt - (log_slack if upper else 0.0)
     if upper:

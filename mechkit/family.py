@@ -26,7 +26,6 @@ from .gdp import log1mexp
 from .errors import NumericalLimitError, ParameterError, SpecificationError, check_finite_real
 
 _FAMILIES = {}
-_SIGNS = np.array([1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 1.0])  # (-1)^j: d^j/dt^j of K(b - t)
 DIRECTIONS = ("both", "remove", "add")
 
 

@@ -39,19 +39,8 @@ QUAD_SLACK = 1e-9
 VARIANTS = ("msd", "clt")
 
 
-def _log_psi(x):
-    """log(e^{x^2/2} Q(x)), the log scaled Mills ratio, stable for all x (math.erfc where Q(x) is a normal
-    double, else Laplace's continued fraction Q(x) = phi(x) / (x + 1/(x + 2/(x + ...))): scipy's log_ndtr costs
-    ~1 us per scalar call, and the bounds' epsilon searches make hundreds)."""
-    if x < 25.0:
-        return 0.5 * x * x + math.log(0.5 * math.erfc(x * _SQRT_HALF))
-    r = x
-    for k in range(12, 0, -1):  # backward evaluation; 8 terms reach double precision from x = 25
-        r = x + k / r
-    return -0.5 * LOG_2PI - math.log(r)
-
-
-_SQRT_HALF = math.sqrt(0.5)
+#: log(e^{x^2/2} Q(x)), the log scaled Mills ratio (compiled; scalar calls from Python cost ~0.2 us)
+_log_psi = _nm.log_mills
 
 
 H_NODE = math.log(2.0) / 32  # spacing in log t of the tilts where the search model is anchored
@@ -533,19 +522,9 @@ def _log_clt(t, K, K1, K2, eps):
     return _clt_terms(t, K, K1, math.sqrt(K2), eps)[0]
 
 
-def _clt_terms(t, K, K1, s, eps):
-    """(log SP-CLT, g, a, b, log Psi(b) - log Psi(a)) at tilt t, s = sqrt(K''): the value and what its slope in
-    epsilon needs (``_bound_at``).  Where K'' is 0 (a tilted law concentrated on its largest value to double
-    precision, e.g. a bounded loss at a large tilt), the value is its limit as s -> 0, the point mass at K':
-    e^(K - t K') (1 - e^(eps - K')) (0 for eps >= K'), and the slope terms are nan."""
-    if not s > 0.0:
-        return (K - t * K1 + _nm.log1mexp(eps - K1) if K1 > eps else -math.inf), math.nan, math.nan, math.nan, math.nan
-    g = (K1 - eps) / s
-    a = t * s - g
-    b = a + s
-    la, lb = _log_psi(a), _log_psi(b)
-    clt = K - t * eps - 0.5 * g * g + la + _nm.log1mexp(lb - la) if lb < la else -math.inf
-    return clt, g, a, b, lb - la
+#: (log SP-CLT, g, a, b, log Psi(b) - log Psi(a)) at tilt t, s = sqrt(K''): the value and what its slope in epsilon
+#: needs; the point-mass limit where K'' is 0 (``_numerics.clt_terms``, also the bounds' own)
+_clt_terms = _nm.clt_terms
 
 
 LOG_SLACK = math.log1p(QUAD_SLACK)

@@ -335,9 +335,9 @@ def test_weak_lower_bound_is_replaced_by_the_other_directions():
 @pytest.mark.parametrize("which", ["log_upper", "log_lower"])
 def test_bound_crossing_in_epsilon(which):
     # Theorem 5's bound at a fixed tilt as a function of epsilon (compiled, _numerics.bound_value): its value against
-    # the Python arithmetic of _log_bounds / _log_clt, its analytic slope (the Newton steps of the crossing) against
-    # central differences, and the crossing bracket (compiled, _cross_bound): f(a) >= target > f(b),
-    # b - a <= 1e-12 (1 + |a|), with f the Python reference
+    # the bound assembled in Python (_log_bounds of SP-CLT), its analytic slope (the Newton steps of the crossing)
+    # against central differences, and the crossing bracket (compiled, _cross_bound): f(a) >= target > f(b),
+    # b - a <= 1e-12 (1 + |a|), with f that Python reference
     from mechkit import spa
     run = mk.compose((sg(2.0, 0.01), 3000))
     e = run.epsilon(1e-10, method="spa")
@@ -366,7 +366,7 @@ def test_bound_crossing_in_epsilon(which):
 
 
 def _python_bound(spa, t, vec, A, which):
-    """Theorem 5's bound at the tilt t in the SPA's Python arithmetic (_log_bounds of _log_clt)."""
+    """Theorem 5's bound at the tilt t assembled in Python (_log_bounds of SP-CLT, _log_clt)."""
     return lambda e: spa._log_bounds(t, vec[0], vec[2], A, e, spa._log_clt(t, vec[0], vec[1], vec[2], e))[which]
 
 
@@ -643,8 +643,8 @@ def test_linearised_polish_matches_the_exact_value_search(sigma, q, k, d):
 @given(logt=st.floats(-2.0, 2.0), logk2=st.floats(-6.0, 3.0), k1=st.floats(-1.0, 50.0), k0=st.floats(-50.0, 50.0),
        loga=st.floats(-1.0, 3.0), logtarget=st.floats(-1.0, 2.5), which=st.sampled_from(["log_upper", "log_lower"]))
 def test_compiled_bound_crossing_brackets_the_python_bound(logt, logk2, k1, k0, loga, logtarget, which):
-    # _cross_bound (numba) at random tilts, cumulants, moments and targets: its bracket holds for the bound in the
-    # SPA's Python arithmetic, or, where it says there is none above the floor, that bound is below the target there
+    # _cross_bound (numba) at random tilts, cumulants, moments and targets: its bracket holds for the bound assembled
+    # in Python, or, where it says there is none above the floor, that bound is below the target there
     from mechkit import spa
     t, K2 = 10.0 ** logt, 10.0 ** logk2
     vec, A, target = [k0 + 0.5 * t * k1, k1, K2], K2 ** 1.5 * 10.0 ** loga, -10.0 ** logtarget
