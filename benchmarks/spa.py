@@ -63,7 +63,7 @@ def flat_in_k(mk, ks, fft_max, peer_max=(0, 0), reps=5):
             tf = _median(tfs)
             row.update({"fft_eps": float(f), "fft_lower": f.lower, "fft_upper": f.upper, "fft_ms": tf * 1e3,
                         "fft_over_spa_cold": tf / _median(cold), "fft_over_spa_new_delta": tf / _median(new)})
-        for name, limit, fn in (("prv", peer_max[0], _prv_epsilon), ("dp", peer_max[1], _dp_epsilon)):
+        for name, limit, fn in (("prv", peer_max[0], lambda k: _prv_epsilon(k)[1]), ("dp", peer_max[1], _dp_epsilon)):
             if k <= limit:
                 try:
                     val, tp = timed(lambda: fn(k))
@@ -75,11 +75,12 @@ def flat_in_k(mk, ks, fft_max, peer_max=(0, 0), reps=5):
 
 
 def _prv_epsilon(k, delta=1e-5):
-    """prv_accountant's estimate at mechkit's default budgets (eps_error 0.01, delta_error delta / 1000)."""
+    """prv_accountant's (lower, estimate, upper) at mechkit's default budgets (eps_error 0.01, delta_error
+    delta / 1000)."""
     from prv_accountant import PRVAccountant, PoissonSubsampledGaussianMechanism
     acc = PRVAccountant(prvs=PoissonSubsampledGaussianMechanism(noise_multiplier=2.0, sampling_probability=0.01),
                         max_self_compositions=k, eps_error=0.01, delta_error=delta / 1000)
-    return float(acc.compute_epsilon(delta=delta, num_self_compositions=k)[1])
+    return tuple(float(x) for x in acc.compute_epsilon(delta=delta, num_self_compositions=k))
 
 
 def _dp_epsilon(k, delta=1e-5):
@@ -113,24 +114,14 @@ def tiny_delta(mk, delta=1e-30, k=3000):
         out["mechkit_fft"] = {"eps": float(f), "lower": f.lower, "upper": f.upper}
     except Exception as exc:  # the FFT is expected to refuse
         out["mechkit_fft"] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
-    try:
-        from prv_accountant import PRVAccountant, PoissonSubsampledGaussianMechanism
-        acc = PRVAccountant(prvs=PoissonSubsampledGaussianMechanism(noise_multiplier=2.0, sampling_probability=0.01),
-                            max_self_compositions=k, eps_error=0.01, delta_error=delta / 1000)
-        lo, est, up = acc.compute_epsilon(delta=delta, num_self_compositions=k)
-        out["prv_accountant"] = {"eps": est, "lower": lo, "upper": up}
-    except ImportError:
-        out["prv_accountant"] = {"error": "not installed"}
-    except Exception as exc:
-        out["prv_accountant"] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
-    try:
-        from dp_accounting.pld import privacy_loss_distribution as pldlib
-        pld = pldlib.from_gaussian_mechanism(2.0, sampling_prob=0.01, value_discretization_interval=1e-4)
-        out["dp_accounting"] = {"eps": pld.self_compose(k).get_epsilon_for_delta(delta)}
-    except ImportError:
-        out["dp_accounting"] = {"error": "not installed"}
-    except Exception as exc:
-        out["dp_accounting"] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
+    for name, fn in (("prv_accountant", lambda: dict(zip(("lower", "eps", "upper"), _prv_epsilon(k, delta)))),
+                     ("dp_accounting", lambda: {"eps": _dp_epsilon(k, delta)})):
+        try:
+            out[name] = fn()
+        except ImportError:
+            out[name] = {"error": "not installed"}
+        except Exception as exc:
+            out[name] = {"error": f"{type(exc).__name__}: {exc}"[:200]}
     return out
 
 
