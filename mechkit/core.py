@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from . import _numerics as N
+from . import limits
 from .errors import DerivationError, SpecificationError
 
 NORMALISATION_TOL = 1e-6
@@ -238,7 +239,6 @@ class Law:
         return vec, A, center
 
 
-_WALK = 10.0 ** np.arange(1, 300)  # x = 10^k, k = 1..299: where _limit_L looks for the loss's limit at +/-inf
 
 
 class _Piece:
@@ -323,36 +323,21 @@ class ContinuousCore(Law):
         return roots
 
     def _limit_L(self, v, x):
-        """L at a piece end; at +/-inf the symbolic limit is used only where the kernel confirms it."""
+        """L at a piece end; at +/-inf from the symbolic limit, checked against numeric evidence (``limits``)."""
         if np.isfinite(x):
             return self._f(v["L"], x)
-        # walk out along x = +/-10^k; stop at the first converged value (further out, the kernel may
-        # cancel catastrophically), or report divergence
-        ys = self._vec(v["L"], np.copysign(_WALK, x))  # one compiled pass
-        bad = np.flatnonzero(~np.isfinite(ys))
-        nf = int(bad[0]) if bad.size else ys.size      # the walk stops at the first non-finite value
-        close = np.flatnonzero(np.abs(np.diff(ys[:nf])) <= 1e-13 * (1 + np.abs(ys[1:nf])))
-        conv = None
-        if close.size:                                  # converged: two successive values agree
-            seq = ys[:close[0] + 1].tolist()
-            conv = float(ys[close[0] + 1])
-        else:
-            seq = ys[:nf].tolist()
-            if nf < ys.size and np.isinf(ys[nf]):
-                conv = float(ys[nf])
-        if conv is None and len(seq) > 3 and abs(seq[-1]) > 1e6 and abs(seq[-1]) > abs(seq[-2]) > abs(seq[-3]):
-            conv = math.copysign(np.inf, seq[-1])
-        name = v["Llo"] if x < 0 else v["Lhi"]
-        sym = self._const(name) if name is not None else np.nan
-        if conv is None:
-            if math.isnan(sym):
-                raise DerivationError(f"cannot determine the limit of the privacy loss at x = {x}")
-            return sym
-        if math.isfinite(sym) and abs(sym - conv) <= 1e-7 * (1 + abs(sym)):
-            return sym  # the exact symbolic value, confirmed by the kernel
-        if math.isinf(sym) and sym == conv:
-            return sym
-        return conv
+        walk = limits.double_walk(self._vec(v["L"], np.copysign(limits.WALK, x)))  # one compiled pass
+        names = [v.get(end) for end in (("Llo", "Llo_raw") if x < 0 else ("Lhi", "Lhi_raw"))]
+        sym = [self._const(n) for n in names if n is not None]
+
+        def high_precision():
+            fn = getattr(self.mod, "mp_" + v["L"], None)
+            return None if fn is None else limits.high_precision_walk(fn, self.theta, 1 if x > 0 else -1)
+
+        def symbolic_at_values():
+            return limits.symbolic_limit_at(v.get("Lexpr"), self.st.get("var"), self.st.get("theta"), self.theta, x)
+
+        return limits.decide(sym, walk, high_precision, x, symbolic_at_values)
 
     def _make_pieces(self):
         edges = self._split_points()

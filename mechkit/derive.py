@@ -10,7 +10,8 @@
        "abs_args": [kernel...], "breakpoints": [kernel...],
        "variants": {sign-key: {"L", "dL", "logp", "logq", "flat", "crit", "inv",
                                "Gp", "Gq", "Flp", "Srp", "Flq", "Srq",
-                               "logFlp", "logSrp", "logFlq", "logSrq", "Llo", "Lhi"}},
+                               "logFlp", "logSrp", "logFlq", "logSrq", "Llo", "Lhi", "Llo_raw", "Lhi_raw",
+                               "Lexpr"}},
        "cgf": [K0..K6 kernels] | None}
 
   For discrete families: ``{"kind": "integers"|"finite", "points": [...], "logp", "logq", "cgf"}``.
@@ -59,7 +60,7 @@ class Derivation:
     display: dict = field(default_factory=dict)
 
     def add(self, name, expr, var=None):
-        expr = sp.sympify(expr)
+        expr = sp.sympify(expr, strict=True)  # strict: a string is never evaluated
         if var is not None:
             expr = expr.xreplace({var: sy.X})
         self.kernels[name] = expr
@@ -131,7 +132,8 @@ def _derive_continuous(spec):
     absargs = sorted({a.args[0] for a in (p.atoms(sp.Abs) | q.atoms(sp.Abs)) if a.has(var)}, key=sp.default_sort_key)
     if len(absargs) > MAX_ABS:
         raise SpecificationError(f"at most {MAX_ABS} distinct Abs(...) terms in x are supported, got {len(absargs)}")
-    st = {"kind": "continuous", "abs_args": [], "breakpoints": [], "variants": {}, "cgf": None,
+    st = {"kind": "continuous", "abs_args": [], "breakpoints": [], "variants": {}, "cgf": None, "var": var.name,
+          "theta": [s.name for s in spec.params] + [c.name for c, _ in spec.consts],
           "lo": None if spec.lo == -sp.oo else d.add("dom_lo", spec.lo),
           "hi": None if spec.hi == sp.oo else d.add("dom_hi", spec.hi)}
     for j, a in enumerate(absargs):
@@ -221,7 +223,13 @@ def _derive_variant(d, key, pv, qv, var, spec, inverse_display):
             if tail is not None:
                 out[f"{key}{m}"] = d.add(pre + f"{key}{m}", tail, var)
                 out[f"log{key}{m}"] = d.add(pre + f"log{key}{m}", sy.to_log(tail, var), var)
+    # SymPy's limits can be wrong with symbolic parameters, and differently so for equivalent forms (the logistic
+    # loss: 2/b from the simplified form, 1/b from log p - log q), so both forms' limits go to the numeric layer
+    raw = sp.expand_log(sp.log(pv), force=True) - sp.expand_log(sp.log(qv), force=True)
+    out["Lexpr"] = sp.srepr(raw)  # for a symbolic limit at the bound values, where the evidence disagrees
     for end, point in (("Llo", spec.lo), ("Lhi", spec.hi)):
-        lim = _limit(Lv, var, point)
-        out[end] = d.add(pre + end, lim) if lim is not None and not lim.has(sp.nan, sp.zoo, sp.AccumBounds) and not lim.has(var) else None
+        for suffix, form in (("", Lv), ("_raw", raw)):
+            lim = _limit(form, var, point)
+            ok = lim is not None and not lim.has(sp.nan, sp.zoo, sp.AccumBounds) and not lim.has(var)
+            out[end + suffix] = d.add(pre + end + suffix, lim) if ok else None
     return out

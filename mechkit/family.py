@@ -24,6 +24,7 @@ from .core import ContinuousCore, DiscreteCore
 from .derive import Spec, derive
 from .gdp import log1mexp
 from .errors import NumericalLimitError, ParameterError, SpecificationError, check_finite_real
+from .parsing import exact, parse_expression
 
 _FAMILIES = {}
 DIRECTIONS = ("both", "remove", "add")
@@ -34,15 +35,13 @@ DIRECTIONS = ("both", "remove", "add")
 
 
 def _as_expr(value, what, local):
+    """A user's expression as exact SymPy: strings are parsed without evaluating Python, floats made rational."""
     if isinstance(value, sp.Basic):
-        return value
+        return exact(value)
     if isinstance(value, str):
-        try:
-            return sp.parse_expr(value, local_dict=local)
-        except Exception as exc:
-            raise SpecificationError(f"{what} = {value!r} is not a SymPy expression ({exc.__class__.__name__})") from None
-    if isinstance(value, (int, float)):
-        return sp.sympify(value)
+        return parse_expression(value, what, local)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return exact(sp.Float(value)) if isinstance(value, float) else sp.Integer(value)
     raise SpecificationError(f"{what} must be a SymPy expression or a string, got {type(value).__name__}")
 
 
@@ -63,7 +62,7 @@ def _parse_domain(domain, var):
     if domain == sp.Reals:
         return "continuous", -sp.oo, sp.oo, ()
     if isinstance(domain, sp.Interval):
-        return "continuous", domain.inf, domain.sup, ()
+        return "continuous", exact(domain.inf), exact(domain.sup), ()
     if domain == sp.Integers:
         return "integers", -sp.oo, sp.oo, ()
     if isinstance(domain, sp.FiniteSet):
@@ -82,6 +81,7 @@ def _parse_domain(domain, var):
     raise SpecificationError(f"unsupported domain {domain!r}: use sp.Reals, sp.Interval, sp.Integers or a finite set")
 
 
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _INTERVAL_RE = re.compile(r"^\s*([\(\[])\s*([^,]+?)\s*,\s*([^\]\)]+?)\s*([\)\]])\s*$")
 
 
@@ -114,6 +114,8 @@ class Family:
 
     def __init__(self, p, q, var, name=None, domain=None, constraints=None, derived=None, defaults=None):
         if isinstance(var, str):
+            if not _NAME.match(var):
+                raise SpecificationError(f"var must be a name (a letter, then letters, digits or _), got {var!r}")
             var = sp.Symbol(var, real=True)
         if not isinstance(var, sp.Symbol):
             raise SpecificationError(f"var must be a SymPy Symbol, got {var!r}")
@@ -124,7 +126,7 @@ class Family:
             raise SpecificationError(f"var {var} does not appear in the densities p = {p} and q = {q}")
         kind, lo, hi, points = _parse_domain(domain, var)
         # derived parameters (e.g. 1 - sampling_rate as a non-negative symbol) are evaluated at bind time
-        consts = [(s, sp.sympify(e)) for s, e in (derived or {}).items()]
+        consts = [(s, _as_expr(e, f'derived parameter {s}', local)) for s, e in (derived or {}).items()]
         p = _extract_constants(p, var, consts)
         q = _extract_constants(q, var, consts)
         const_syms = {c for c, _ in consts}

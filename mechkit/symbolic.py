@@ -104,7 +104,7 @@ def surely_nonneg(e):
 
 def to_log(e, var):
     """A SymPy expression equal to log(e) built from stable primitives (e assumed positive)."""
-    e = sp.sympify(e)
+    e = sp.sympify(e, strict=True)
     if e is sp.nan:
         return sp.nan
     if e.is_Number:
@@ -158,7 +158,7 @@ def to_log(e, var):
 
 def stabilize(e, var):
     """Rewrite e for stable evaluation: logs go to log space, exponents are expanded."""
-    e = sp.sympify(e)
+    e = sp.sympify(e, strict=True)
     if e.is_Atom:
         return e
     if isinstance(e, sp.log):

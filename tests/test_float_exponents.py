@@ -1,0 +1,123 @@
+"""A generalized Gaussian with exponent 3/2 written with a float, a rational or a bound symbolic exponent
+(issue "any density", defect 2: the float spelling gave epsilon 1.000 instead of 3.12 and a 'certified' SPA
+interval [0, 10] for a truth of 18.08).
+
+Reference (no mechkit code): p = gennorm(3/2), q = gennorm(3/2, loc=1) from SciPy.  L(y) = |y-1|^1.5 - |y|^1.5 is
+strictly decreasing from +inf to -inf, so P(L > s) = P(Y < L^{-1}(s)), inverted by bisection in NumPy.  The
+k-fold composition is bracketed by a lattice discretisation of L's law under P (mass of each cell moved to its
+upper end dominates L, to its lower end is dominated by it; delta(eps) = E[(1 - e^{eps - L})_+] is monotone in
+that order), convolved with SciPy's FFT convolution.
+"""
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+from scipy.signal import fftconvolve
+from scipy.stats import gennorm
+
+import mechkit as mk
+
+BETA = 1.5
+x = sp.Symbol("x", real=True)
+b = sp.Symbol("b", positive=True)
+
+
+def L_ref(y):
+    return np.abs(y - 1) ** BETA - np.abs(y) ** BETA
+
+
+def L_inverse(s):
+    """y with L(y) = s, elementwise (L is strictly decreasing)."""
+    s = np.asarray(s, float)
+    lo = np.full(s.shape, -1e4)
+    hi = np.full(s.shape, 1e4)
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        above = L_ref(mid) > s
+        lo = np.where(above, mid, lo)
+        hi = np.where(above, hi, mid)
+    return 0.5 * (lo + hi)
+
+
+def delta_ref(eps):
+    """One-shot delta of the remove direction: P(L > eps) - e^eps Q(L > eps)."""
+    y = L_inverse(eps)
+    return gennorm.cdf(y, BETA) - math.exp(eps) * gennorm.cdf(y, BETA, loc=1)
+
+
+def composed_eps_bracket(k, delta, h=2e-3, span=12.0):
+    """[lower, upper] on the k-fold epsilon(delta) of the remove direction from the lattice bounds."""
+    grid = np.arange(-span, span + h / 2, h)
+    sf = gennorm.cdf(L_inverse(grid), BETA)           # P(L > s) at the grid points
+    cell = -np.diff(sf)                                 # mass of (s_i, s_{i+1}]
+    top, bottom = sf[-1], 1 - sf[0]                     # beyond the grid: +inf (upper), -inf (lower) -- dropped
+    up = np.concatenate(([0.0], cell))                  # cell mass at its upper end s_{i+1}
+    lo = np.concatenate((cell, [0.0]))                  # at its lower end s_i
+    pu, pl = up.copy(), lo.copy()
+    for _ in range(k - 1):
+        pu, pl = np.clip(fftconvolve(pu, up), 0, None), np.clip(fftconvolve(pl, lo), 0, None)
+    s = -k * span + h * np.arange(pu.size)
+    inf_mass = 1 - (1 - top) ** k                       # mass at +inf in the upper law (counts fully)
+    slack = 1e-13 * pu.size
+
+    def eps_for(p, extra, sign):
+        tail = np.cumsum(p[::-1])[::-1]                  # P(S >= s_j)
+        tail_e = np.cumsum((p * np.exp(-np.minimum(s, 700)))[::-1])[::-1]
+        for j in np.flatnonzero(s >= 0):
+            # delta at eps = s_j counts only the mass strictly above s_j
+            d = (tail[j + 1] - math.exp(s[j]) * tail_e[j + 1]) if j + 1 < s.size else 0.0
+            if d + extra + sign * slack <= delta:
+                return s[j]
+        return math.inf
+
+    return eps_for(pl, 0.0, -1) - h, eps_for(pu, inf_mass, 1) + h
+
+
+@pytest.fixture(scope="module")
+def symbolic_exponent():
+    c = 2 * sp.gamma(1 + 1 / b)
+    fam = mk.Mechanism.from_densities(sp.exp(-sp.Abs(x) ** b) / c, sp.exp(-sp.Abs(x - 1) ** b) / c, x, name="gg_b")
+    return fam(b=BETA)
+
+
+@pytest.fixture(scope="module")
+def float_exponent():
+    c = 2 * sp.gamma(sp.Rational(5, 3))
+    return mk.Mechanism.from_densities(sp.exp(-sp.Abs(x) ** 1.5) / c, sp.exp(-sp.Abs(x - 1) ** 1.5) / c, x,
+                                       name="gg_float")()
+
+
+def test_support_is_unbounded(symbolic_exponent, float_exponent):
+    for m in (symbolic_exponent, float_exponent):
+        assert m.remove.support == (-math.inf, math.inf)
+        assert m.add.support == (-math.inf, math.inf)
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.5, 1.0, 2.0, 3.0])
+def test_one_shot_delta_matches_scipy(symbolic_exponent, float_exponent, eps):
+    ref = delta_ref(eps)
+    for m in (symbolic_exponent, float_exponent):
+        assert m.delta(eps, direction="remove") == pytest.approx(ref, rel=1e-9, abs=0)
+
+
+def test_one_shot_epsilon_is_the_truth_and_spellings_agree(symbolic_exponent, float_exponent):
+    e1 = symbolic_exponent.epsilon(1e-5)
+    e2 = float_exponent.epsilon(1e-5)
+    assert e1 == pytest.approx(e2, rel=1e-9)
+    assert e1 == pytest.approx(3.1205578844629884, rel=1e-9)       # the issue's truth 3.12
+    assert delta_ref(e1) == pytest.approx(1e-5, rel=1e-7)           # by symmetry add = remove here
+
+
+def test_composition_fft_and_spa_contain_the_lattice_reference(symbolic_exponent):
+    k, delta = 10, 1e-5
+    lo_ref, hi_ref = composed_eps_bracket(k, delta)
+    assert hi_ref - lo_ref < 0.05 and 17.9 < lo_ref < 18.2           # the issue's truth 18.08
+    run = mk.compose((symbolic_exponent, k))
+    for method in ("fft", "spa"):
+        est = run.epsilon(delta, method=method)
+        assert est.certified
+        assert est.lower <= hi_ref and est.upper >= lo_ref, (method, est, lo_ref, hi_ref)
+        assert lo_ref - 0.02 <= est <= hi_ref + 0.02, (method, est)
+    fft = run.epsilon(delta, method="fft")
+    assert fft.upper - fft.lower < 0.05

@@ -1,0 +1,161 @@
+"""Density strings and cache files are parsed without evaluating Python (issue "any density", defect 1)."""
+import json
+import sys
+
+import pytest
+import sympy as sp
+
+import mechkit as mk
+from mechkit import SpecificationError, codegen
+from mechkit import family as F
+from mechkit.parsing import exact, parse_expression, parse_srepr
+
+x = sp.Symbol("x", real=True)
+
+
+def payloads(marker):
+    m = str(marker)
+    return [
+        f"__import__('os').system('touch {m}')",
+        f"exp(x).__class__.__init__.__globals__['os'].system('touch {m}')",
+        f"(lambda: __import__('os').system('touch {m}'))()",
+        f"[c for c in ().__class__.__base__.__subclasses__()]",
+        f"open('{m}', 'w').write('x')",
+        f"exp(__import__('os').system('touch {m}'))",
+        f"getattr(x, '__class__')",
+        f"exp(x)[0]",
+        f"exp(x, evaluate=False)",
+        f"exp(*[x])",
+        f"x.subs(x, 1)",
+        f"_ + x",
+        f"'touch'",
+        f"eval('1')",
+    ]
+
+
+@pytest.mark.parametrize("i", range(14))
+def test_density_strings_never_run_code(tmp_path, i):
+    marker = tmp_path / "pwned"
+    text = payloads(marker)[i]
+    with pytest.raises(SpecificationError) as info:
+        mk.Mechanism.from_densities(p=text, q="exp(-x**2/2)", var="x")
+    assert not marker.exists()
+    assert "p" in str(info.value)
+
+
+def test_the_issue_example_is_a_specification_error_naming_the_token(tmp_path):
+    marker = tmp_path / "pwned"
+    with pytest.raises(SpecificationError, match=r"__import__\('os'\)\.system"):
+        mk.Mechanism.from_densities(p=f"__import__('os').system('touch {marker}')", q="exp(-x**2/2)", var="x")
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("text, why", [
+    ("x^2", r"write \*\* for powers"),
+    ("f(x)", "the function 'f' is not supported"),
+    ("10**10**10", "integer exponents"),
+    ("2x", "not a SymPy expression"),
+    ("exp(x, evaluate=False)", "keyword"),
+    ("x.real", "Attribute"),
+])
+def test_refusals_say_why(text, why):
+    with pytest.raises(SpecificationError, match=why):
+        parse_expression(text, "p", {"x": x})
+
+
+def test_strings_build_the_same_expressions_as_sympy():
+    s, k, j = sp.symbols("sigma k j")
+    cases = {
+        "exp(-x**2/(2*sigma**2))/sqrt(2*pi*sigma**2)": sp.exp(-x**2 / (2 * s**2)) / sp.sqrt(2 * sp.pi * s**2),
+        "exp(-Abs(x - 1))/2": sp.exp(-sp.Abs(x - 1)) / 2,
+        "Piecewise((1, (x > 0) & (x < 1)), (0, True))": sp.Piecewise((1, (x > 0) & (x < 1)), (0, True)),
+        "Sum(exp(-j**2/(2*sigma**2)), (j, -oo, oo))": sp.Sum(sp.exp(-j**2 / (2 * s**2)), (j, -sp.oo, sp.oo)),
+        "binomial(k, x)*erfc(x)*gamma(x + 1)*besseli(1, x)": sp.binomial(k, x) * sp.erfc(x) * sp.gamma(x + 1) * sp.besseli(1, x),
+        "log(1 + exp(-x))": sp.log(1 + sp.exp(-x)),
+    }
+    for text, expected in cases.items():
+        assert parse_expression(text, "p", {"x": x}) == expected, text
+
+
+def test_function_names_are_symbols_where_not_called():
+    e = parse_expression("gamma*beta*exp(-x)", "p", {"x": x})
+    assert {str(v) for v in e.free_symbols} == {"gamma", "beta", "x"}
+
+
+def test_floats_become_exact_rationals():
+    assert parse_expression("exp(-Abs(x)**1.5)", "p", {"x": x}) == sp.exp(-sp.Abs(x) ** sp.Rational(3, 2))
+    assert parse_expression("0.1*x", "p", {"x": x}) == x / 10
+    assert exact(sp.Float(0.1) * x + sp.Float(2.5)) == x / 10 + sp.Rational(5, 2)
+    assert exact(sp.Float("0.1", 60)) == sp.Rational(sp.Float("0.1", 60))  # more than double precision: exact binary
+
+
+def test_float_rational_and_string_spellings_are_the_same_family():
+    keys = {mk.Mechanism.from_densities(p, q, x).key for p, q in [
+        (sp.exp(-sp.Abs(x) ** 1.5) / 3, sp.exp(-sp.Abs(x - 1) ** 1.5) / 3),
+        (sp.exp(-sp.Abs(x) ** sp.Rational(3, 2)) / 3, sp.exp(-sp.Abs(x - 1) ** sp.Rational(3, 2)) / 3),
+        ("exp(-Abs(x)**1.5)/3", "exp(-Abs(x - 1)**(3/2))/3"),
+    ]}
+    assert len(keys) == 1
+
+
+def test_srepr_round_trip_of_what_the_cache_holds():
+    y = sp.Symbol("_const0", real=True)
+    for e in [sp.oo, -sp.oo, sp.Rational(-1, 2), sp.Float(1e-5), sp.zoo, sp.nan, sp.I * x,
+              sp.Piecewise((x, x > 0), (0, True)), sp.Sum(x**2, (x, 1, sp.oo)), sp.exp(-x) * sp.erfc(x) + y,
+              sp.LambertW(x), sp.Interval(0, 1), sp.uppergamma(x, 2), sp.Tuple(x, 1)]:
+        assert parse_srepr(sp.srepr(e)) == e
+
+
+@pytest.mark.parametrize("text", [
+    "__import__('os').system('true')",
+    "exp('__import__(\"os\")')",
+    "Symbol('x', real=__import__('os'))",
+    "Function('f')(Symbol('x'))",
+    "Float('1e5; import os')",
+    "Symbol('x').subs(1, 2)",
+])
+def test_srepr_refuses_everything_else(text):
+    with pytest.raises(SpecificationError):
+        parse_srepr(text)
+
+
+def _fresh_family():
+    """A small finite family (derives in about a second); forgotten by this process so the cache is read."""
+    fam = mk.Mechanism.from_densities(p=sp.exp(2 * x) / (1 + sp.exp(2)), q=sp.exp(2 * (1 - x)) / (1 + sp.exp(2)),
+                                      var=x, domain=[0, 1], name="rr2")
+    return fam
+
+
+def _forget(fam):
+    F._FAMILIES.pop(fam.key, None)
+    sys.modules.pop(f"mechkit_gen_{fam.key}", None)
+
+
+def test_a_tampered_cache_file_is_rebuilt_not_executed(tmp_path, monkeypatch):
+    monkeypatch.setenv("MECHKIT_CACHE_DIR", str(tmp_path))
+    _forget(_fresh_family())
+    fam = _fresh_family().derive()
+    loss = fam.privacy_loss
+    _forget(fam)
+    marker = tmp_path / "pwned"
+    meta_path = tmp_path / f"fam_{fam.key}.json"
+    meta = json.loads(meta_path.read_text())
+    meta["display"]["privacy_loss"] = {"expr": f"__import__('os').system('touch {marker}')"}
+    meta_path.write_text(json.dumps(meta))
+    again = _fresh_family()
+    assert again.privacy_loss == loss
+    assert not marker.exists()
+    assert "__import__" not in meta_path.read_text()  # rewritten by the rebuild
+
+
+def test_a_truncated_generated_module_is_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv("MECHKIT_CACHE_DIR", str(tmp_path))
+    _forget(_fresh_family())
+    fam = _fresh_family().derive()
+    d1 = fam().delta(0.5)
+    _forget(fam)
+    mod_path = tmp_path / f"fam_{fam.key}.py"
+    mod_path.write_text(mod_path.read_text()[:60])
+    again = _fresh_family()
+    assert again().delta(0.5) == d1
+    assert codegen._load_module(mod_path, fam.key).FAILED == []
