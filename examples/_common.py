@@ -16,7 +16,8 @@ def logistic_data(n, d, seed=0):
 
 
 def show(eps, worst, png, xlabel, extra=None, delta=1e-5):
-    """Print a 12-bin text histogram of ``eps`` and save a 40-bin PNG next to the examples (``png``: file name).
+    """Print a 12-bin text histogram of ``eps`` and save a 40-bin PNG in the current working directory
+    (``png``: file name), so running an example never writes into the checkout unless run from there.
 
     ``worst``: the worst-case epsilon (a dashed line); ``extra``: (values, label) drawn as an outline.
     """
@@ -43,6 +44,6 @@ def show(eps, worst, png, xlabel, extra=None, delta=1e-5):
     ax.set_ylabel("examples")
     ax.legend()
     fig.tight_layout()
-    out = Path(__file__).with_name(png)
+    out = Path.cwd() / png
     fig.savefig(out, dpi=120)
     print(f"\nhistogram written to {out}")

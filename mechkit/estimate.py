@@ -1,9 +1,33 @@
-"""``Estimate``: a number that carries its certified bounds.
+"""``Estimate``: a number that carries its bounds.
 
 An ``Estimate`` is a ``float`` (so it behaves as its value in arithmetic and comparisons) with
 ``lower``, ``upper``, ``method``, ``certified`` and a ``details`` dict.  When ``certified`` is true,
-``lower <= truth <= upper`` is guaranteed by the method's theorem; otherwise the bounds are ``None``.
-Vectorised queries return an ``EstimateArray`` (a NumPy array with ``lower``/``upper`` arrays).
+``lower <= truth <= upper`` is guaranteed by the method's theorem.  When it is false the bounds are either
+``None`` or carry no guarantee (e.g. the error estimate of ``variant="fa"``).
+Arithmetic on an ``Estimate`` gives a plain ``float``: ``e + 1`` has no bounds.
+
+Vectorised queries return an ``EstimateArray``: a float NumPy array of the values, with ``lower`` and
+``upper`` arrays of the same shape, and ``method``, ``certified`` and ``details`` shared by the elements.
+What keeps the bounds, and what does not:
+
+* Indexing keeps them, element by element: an index of integers only that selects one element (``a[3]``,
+  ``a[-1]``, ``a[1, 2]``) gives an ``Estimate``; every other index (slices, ``...``, ``None``, boolean masks,
+  integer arrays; so ``a[-1, ...]`` too, which NumPy requires to be an array) gives an ``EstimateArray``
+  whose ``lower``/``upper`` are indexed the same way.  So do iteration, ``copy`` (also ``copy.copy``,
+  ``copy.deepcopy``), pickling, and the methods that only rearrange elements: ``reshape``, ``ravel``,
+  ``flatten``, ``transpose``/``T``, ``squeeze``, ``swapaxes``, ``take``, ``repeat``, ``compress``, ``diagonal``.
+* Arithmetic, comparisons and reductions (every ufunc: ``a + 1``, ``a * b``, ``a > 0``, ``a.max()``,
+  ``a.sum()``) and every NumPy function (``np.max``, ``np.sort``, ``np.histogram``, ``np.concatenate``, ...)
+  act on the values and return plain ``ndarray``s or NumPy scalars.  Their results are not certified
+  intervals (bounds of ``a + b`` would need the joint law, bounds of a sort or a maximum a separate argument),
+  so they carry none rather than stale ones.  ``np.asarray(a)`` is the plain values (a view).
+* Writing into an ``EstimateArray`` (item assignment, in-place arithmetic such as ``a += 1``, ``a.sort()``)
+  raises ``TypeError``, since the bounds would no longer describe the values: write into ``np.array(a)``,
+  a plain copy.  Writes that bypass the array (through ``np.asarray(a)`` or NumPy functions such as
+  ``np.copyto``) are not tracked.
+* Anything else that makes a new ``EstimateArray`` without saying how its elements map onto the old one
+  (e.g. ``a.astype(np.float32)``) keeps ``method`` and ``details`` but drops the bounds (``lower = upper =
+  None``, ``certified = False``).
 """
 from __future__ import annotations
 
@@ -39,38 +63,180 @@ class Estimate(float):
         return float(self)
 
     def __repr__(self):
-        if self.certified:
-            return f"Estimate({float(self):.10g}, lower={self.lower:.10g}, upper={self.upper:.10g}, method={self.method!r})"
-        return f"Estimate({float(self):.10g}, method={self.method!r}, certified=False)"
+        parts = [f"{float(self):.10g}"]
+        if self.lower is not None:
+            parts.append(f"lower={self.lower:.10g}")
+        if self.upper is not None:
+            parts.append(f"upper={self.upper:.10g}")
+        parts.append(f"method={self.method!r}")
+        if not self.certified:
+            parts.append("certified=False")
+        return f"Estimate({', '.join(parts)})"
 
     def __reduce__(self):
-        return (Estimate, (float(self), self.lower, self.upper, self.method, self.certified, self.details))
+        return (type(self), (float(self), self.lower, self.upper, self.method, self.certified, self.details))
+
+
+_NO_WRITE = ("an EstimateArray is not written in place (its lower/upper would no longer describe its values); "
+             "np.array(a) is a plain writable copy, and a + 1 etc. give plain arrays")
+
+
+def _plain(x):
+    """``x`` with every ``EstimateArray`` inside (also in lists, tuples and dicts) replaced by its plain values."""
+    if isinstance(x, EstimateArray):
+        return x.view(np.ndarray)
+    if type(x) in (list, tuple):
+        return type(x)(_plain(y) for y in x)
+    if type(x) is dict:
+        return {k: _plain(v) for k, v in x.items()}
+    return x
+
+
+def _bound(b, shape):
+    if b is None:
+        return None
+    return np.array(np.broadcast_to(np.asarray(b, dtype=float), shape))
 
 
 class EstimateArray(np.ndarray):
-    """Values of a vectorised query, with ``lower`` and ``upper`` arrays of the same shape."""
+    """Values of a vectorised query, with ``lower`` and ``upper`` arrays of the same shape (see the module
+    docstring for which operations keep the bounds)."""
 
     def __new__(cls, values, lower, upper, method="", certified=False, details=None):
-        obj = np.asarray(values, dtype=float).view(cls)
-        obj.lower = np.asarray(lower, dtype=float)
-        obj.upper = np.asarray(upper, dtype=float)
-        obj.method = method
-        obj.certified = certified
-        obj.details = dict(details or {})
+        v = np.array(values, dtype=float)
+        return cls._wrap(v, _bound(lower, v.shape), _bound(upper, v.shape), method, bool(certified),
+                         dict(details or {}))
+
+    @classmethod
+    def _wrap(cls, values, lower, upper, method, certified, details):
+        """A view of the plain array ``values`` with the given bounds (same shape, or None) and metadata."""
+        obj = values.view(cls)
+        obj.lower, obj.upper = lower, upper
+        obj.method, obj.certified, obj.details = method, certified, details
         return obj
 
+    def _like(self, values, lower, upper):
+        return self._wrap(values, lower, upper, self.method, self.certified, self.details)
+
     def __array_finalize__(self, obj):
-        if obj is None:
-            return
-        for name in ("lower", "upper", "method", "certified", "details"):
-            setattr(self, name, getattr(obj, name, None))
+        # reached by views and copies NumPy makes itself; the paths that know how elements map (indexing and the
+        # methods below) set lower/upper afterwards
+        self.method = getattr(obj, "method", "")
+        self.details = getattr(obj, "details", None)
+        if self.details is None:
+            self.details = {}
+        lo, up = getattr(obj, "lower", None), getattr(obj, "upper", None)
+        if lo is not None and self._same_elements(obj):
+            self.lower, self.upper, self.certified = lo, up, getattr(obj, "certified", False)
+        else:
+            self.lower = self.upper = None
+            self.certified = False
+
+    def _same_elements(self, obj):
+        a, b = self.__array_interface__, obj.__array_interface__
+        return a["data"][0] == b["data"][0] and self.shape == obj.shape and self.strides == obj.strides \
+            and self.dtype == obj.dtype
 
     @property
     def value(self):
-        return np.asarray(self)
+        return self.view(np.ndarray)
 
-    def __getitem__(self, i):
-        v = np.asarray(self)[i]
-        if np.ndim(v) == 0:
-            return Estimate(v, self.lower[i], self.upper[i], self.method, self.certified, self.details)
-        return super().__getitem__(i)
+    # ----- indexing: bounds indexed like the values
+    def __getitem__(self, key):
+        key = _plain(key)
+        v = self.view(np.ndarray)[key]
+        lo = None if self.lower is None else self.lower[key]
+        up = None if self.upper is None else self.upper[key]
+        if not isinstance(v, np.ndarray):  # NumPy gives a scalar exactly for an all-integer index of one element
+            return Estimate(v, lo, up, self.method, self.certified, self.details)
+        return self._like(v, lo, up)
+
+    def _rearranged(self, name, *args, **kwargs):
+        def f(a):
+            return None if a is None else getattr(np.ndarray, name)(a, *_plain(args), **_plain(kwargs))
+        return self._like(f(self.view(np.ndarray)), f(self.lower), f(self.upper))
+
+    def copy(self, order="C"):
+        return self._rearranged("copy", order)
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        import copy
+        out = self.copy()
+        out.details = copy.deepcopy(self.details, memo)
+        return out
+
+    def reshape(self, *args, **kwargs):
+        return self._rearranged("reshape", *args, **kwargs)
+
+    def ravel(self, *args, **kwargs):
+        return self._rearranged("ravel", *args, **kwargs)
+
+    def flatten(self, *args, **kwargs):
+        return self._rearranged("flatten", *args, **kwargs)
+
+    def transpose(self, *args):
+        return self._rearranged("transpose", *args)
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    def squeeze(self, *args, **kwargs):
+        return self._rearranged("squeeze", *args, **kwargs)
+
+    def swapaxes(self, *args):
+        return self._rearranged("swapaxes", *args)
+
+    def take(self, *args, **kwargs):
+        return self._rearranged("take", *args, **kwargs)
+
+    def repeat(self, *args, **kwargs):
+        return self._rearranged("repeat", *args, **kwargs)
+
+    def compress(self, *args, **kwargs):
+        return self._rearranged("compress", *args, **kwargs)
+
+    def diagonal(self, *args, **kwargs):
+        return self._rearranged("diagonal", *args, **kwargs)
+
+    # ----- computing: plain results (not certified intervals)
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if any(isinstance(o, EstimateArray) for o in kwargs.get("out", None) or ()):
+            raise TypeError(_NO_WRITE)
+        return getattr(ufunc, method)(*_plain(inputs), **_plain(kwargs))
+
+    def __array_function__(self, func, types, args, kwargs):
+        return func(*_plain(args), **_plain(kwargs))
+
+    def __setitem__(self, key, value):
+        raise TypeError(_NO_WRITE)
+
+    def sort(self, *args, **kwargs):
+        raise TypeError(_NO_WRITE)
+
+    # ----- pickling: NumPy's own state plus the bounds and metadata
+    def __reduce__(self):
+        fn, args, state = super().__reduce__()
+        return fn, args, (state, (self.lower, self.upper, self.method, self.certified, self.details))
+
+    def __setstate__(self, state):
+        nd_state, (self.lower, self.upper, self.method, self.certified, self.details) = state
+        super().__setstate__(nd_state)
+
+    def __repr__(self):
+        name = type(self).__name__
+        pad = " " * (len(name) + 1)
+
+        def show(a, prefix):
+            return np.array2string(np.asarray(a), separator=", ", prefix=pad + prefix)
+
+        lines = [show(self.view(np.ndarray), "")]
+        if self.lower is not None:
+            lines.append("lower=" + show(self.lower, "lower="))
+        if self.upper is not None:
+            lines.append("upper=" + show(self.upper, "upper="))
+        lines.append(f"method={self.method!r}" + ("" if self.certified else ", certified=False"))
+        return f"{name}(" + (",\n" + pad).join(lines) + ")"

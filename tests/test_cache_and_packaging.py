@@ -1,5 +1,6 @@
 """The derivation and the compiled kernels are reused by a second process; the wheel ships the catalog."""
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -42,7 +43,14 @@ def test_second_process_neither_derives_nor_compiles(tmp_path):
 
 @pytest.mark.slow
 def test_wheel_ships_the_catalog(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-q", "-w", str(tmp_path)],
+    # built from a copy of the project: pip builds in the source tree (build/, mechkit.egg-info/)
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, src / name)
+    for name in ("mechkit", "mechanisms"):
+        shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    out = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "-q", "-w", str(tmp_path)],
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     wheel = next(tmp_path.glob("mechkit-*.whl"))

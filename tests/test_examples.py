@@ -13,8 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.parametrize("script,expect", [("custom_mechanism.py", "privacy loss"), ("individual_dpgd.py", "epsilon"),
                                            ("individual_dpsgd.py", "individual epsilon")])
 def test_example_runs(script, expect, tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
-    env.setdefault("MECHKIT_CACHE_DIR", str(ROOT / ".mechkit-cache"))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")  # MECHKIT_CACHE_DIR: set by conftest.py
     out = subprocess.run([sys.executable, str(ROOT / "examples" / script)], capture_output=True, text=True,
                          timeout=600, cwd=str(tmp_path), env=env)
     assert out.returncode == 0, out.stderr[-3000:]
