@@ -186,7 +186,8 @@ def row(r):
 
     return [r["family"], f(c, "import_s", ".2f"), f(c, "derive_s", ".2f"), f(c, "compile_s", ".2f"),
             f(c, "derive_compile_s", ".2f"), ok(c.get("derive_compile_s"), lambda v: v < TARGETS["derive_compile_s"]),
-            f(w, "import_s", ".2f"), f(w, "cached_load_s", ".3f"), ok(w.get("cached_load_s"), lambda v: v < TARGETS["cached_load_s"]),
+            f(w, "import_s", ".2f"), f(w, "cached_load_s", ".3f"),
+            ok(w.get("cached_load_s"), lambda v: v < TARGETS["cached_load_s"]),
             f(w, "cdf_per_s", ".3g"), f(w, "scipy_cdf_per_s", ".3g"), f(w, "ratio", ".3g"),
             ok(w.get("ratio"), lambda v: v >= TARGETS["throughput_ratio"]) if "ratio" in w else "n/a",
             f(w, "cgf_per_s", ".3g"), f(w, "cgf2_per_s", ".3g"),
@@ -225,7 +226,8 @@ def main(argv=None):
         cache = Path(tempfile.mkdtemp(prefix=f"mechkit-bench-{name}-"))
         try:
             cold = run_phase(name, "cold", cache, a.timeout)
-            warm = run_phase(name, "warm", cache, a.timeout) if "error" not in cold else {"error": "skipped (cold run failed)"}
+            skipped = {"error": "skipped (cold run failed)"}
+            warm = run_phase(name, "warm", cache, a.timeout) if "error" not in cold else skipped
         finally:
             shutil.rmtree(cache, ignore_errors=True)
         errors = {ph: d["error"] for ph, d in (("cold", cold), ("warm", warm)) if "error" in d}

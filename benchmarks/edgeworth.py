@@ -5,7 +5,8 @@ One process (``python benchmarks/edgeworth.py``; JSON to ``benchmarks/results/ed
 1. **The FFT benchmark's cases** (Poisson-subsampled Gaussian, q = 0.01, delta = 1e-5, add/remove):
    ``hom-s{0.8,1.0}-k{1e3,1e4,1e5}`` and ``het-10``, ``het-100`` (sigmas linspace(0.8, 1.2, n), 1e4 steps in
    total).  The reference is mechkit's FFT at eps_error = 1e-3 (certified interval of width 2e-3 plus the
-   floating-point allowance; 3e-3 or 1e-2 where that grid exceeds the FFT's memory limit).  For the plain Edgeworth estimate (AEA, orders 0 to 3), the tilted expansion
+   floating-point allowance; 3e-3 or 1e-2 where that grid exceeds the FFT's memory limit).  For the plain Edgeworth
+   estimate (AEA, orders 0 to 3), the tilted expansion
    (order 2) and the SPA (MSD1): epsilon, its error against the FFT estimate, and whether it lies inside the
    FFT interval; for the EEAI interval its width and whether it contains the FFT interval's truth (intersects
    it).  Time per query: "first" on a fresh composition (derives the cumulants and the Chernoff tables),

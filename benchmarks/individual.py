@@ -166,7 +166,7 @@ def plancherel_vs_ifft(acc, n_rows):
     import numpy as np
     import scipy.fft as sfft
 
-    from mechkit import fft as mfft
+    from mechkit.accountants import fft as mfft
     from mechkit import individual_pld as ipld
 
     rows = np.unique(acc.counts, axis=0)[:n_rows].astype(np.int64)

@@ -20,7 +20,6 @@ k = 1e4, MSD1 relative error <= 1e-5 for n >= 2000, correct answers at delta = 1
 from __future__ import annotations
 
 import json
-import math
 import platform
 from pathlib import Path
 

@@ -1,7 +1,7 @@
 """Discrete Gaussian mechanism on the integers (Canonne, Kamath, Steinke 2020)."""
 import sympy as sp
 
-from mechkit.family import Family
+from mechkit.laws import Family
 
 k, j = sp.symbols("k j", integer=True)
 sigma = sp.Symbol("sigma", positive=True)

@@ -1,7 +1,7 @@
 """Discrete Laplace (two-sided geometric) mechanism on the integers, pmf proportional to exp(-|k - loc| / scale)."""
 import sympy as sp
 
-from mechkit.family import Family
+from mechkit.laws import Family
 
 k = sp.Symbol("k", integer=True)
 scale = sp.Symbol("scale", positive=True)

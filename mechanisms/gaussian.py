@@ -1,7 +1,7 @@
 """Gaussian mechanism: N(sensitivity, sigma^2) with the individual, N(0, sigma^2) without."""
 import sympy as sp
 
-from mechkit.family import Family
+from mechkit.laws import Family
 
 x = sp.Symbol("x", real=True)
 sigma, sensitivity = sp.symbols("sigma sensitivity", positive=True)

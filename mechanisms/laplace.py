@@ -1,7 +1,7 @@
 """Laplace mechanism: Lap(sensitivity, scale) with the individual, Lap(0, scale) without."""
 import sympy as sp
 
-from mechkit.family import Family
+from mechkit.laws import Family
 
 x = sp.Symbol("x", real=True)
 scale, sensitivity = sp.symbols("scale sensitivity", positive=True)

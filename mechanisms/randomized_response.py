@@ -1,7 +1,7 @@
 """Binary randomized response: report the true bit with probability e^eps / (1 + e^eps)."""
 import sympy as sp
 
-from mechkit.family import Family
+from mechkit.laws import Family
 
 x = sp.Symbol("x", integer=True)
 epsilon = sp.Symbol("epsilon", positive=True)

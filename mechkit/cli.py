@@ -6,10 +6,8 @@ or ``subsampled-NAME`` with ``--q RATE``.  Parameters are passed as ``--name val
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 
-import numpy as np
 
 import mechkit as mk
 from mechkit.errors import MechkitError
@@ -71,7 +69,8 @@ def _show(m, out):
 
 
 def main(argv=None, out=sys.stdout):
-    ap = argparse.ArgumentParser(prog="mechkit", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(prog="mechkit", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     sp_show = sub.add_parser("show", help="what mechkit derived for a mechanism")
     sp_show.add_argument("name")

@@ -12,12 +12,12 @@ import numbers
 
 import numpy as np
 
-from . import edgeworth, fft, spa
-from . import gdp as _gdp
-from . import rdp as _rdp
+from .accountants import edgeworth, fft, spa
+from .accountants import gdp as _gdp
+from .accountants import rdp as _rdp
 from .errors import ParameterError, check_finite_real
 from .estimate import Estimate, EstimateArray
-from .family import Mechanism
+from .laws.family import Mechanism
 
 
 def _rdp_epsilon(items, delta, **options):

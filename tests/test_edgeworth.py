@@ -18,7 +18,7 @@ from scipy import integrate, optimize
 from scipy.stats import binom, norm
 
 import mechkit as mk
-from mechkit import edgeworth as ew
+from mechkit.accountants import edgeworth as ew
 from mechkit.errors import NumericalLimitError, ParameterError
 
 

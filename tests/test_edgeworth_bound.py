@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import integrate, optimize, stats
 
-from mechkit.edgeworth_bound import (_edgeworth_bound_raw, _iid, _inid_skew, _package_iid_skew_literal,
+from mechkit.accountants.edgeworth_bound import (_edgeworth_bound_raw, _iid, _inid_skew, _package_iid_skew_literal,
                                      berry_esseen_bound, edgeworth_bound)
 from mechkit.errors import ParameterError
 
@@ -213,7 +213,7 @@ def test_readme_example_of_the_r_package():
 def test_package_main_constants():
     # Theorem 2.1's printed constants (EA paper Lemma 4.3 / notes.md 3.5 print 0.195 K4 and 0.038 lambda^2):
     # 0.327 K4 (1/12 + 1/(4 (1 - 3 eps)^2)) and 0.037 e_1(eps) at eps = 0.1.
-    from mechkit.edgeworth_bound import _e1
+    from mechkit.accountants.edgeworth_bound import _e1
     assert 0.327 * (1 / 12 + 1 / (4 * 0.7 ** 2)) == pytest.approx(0.194, abs=1e-3, rel=0)
     assert 0.037 * float(_e1(np.array([0.1]))[0]) == pytest.approx(0.0376, abs=1e-4, rel=0)
     # leading constant: 1.2533 / (2 pi) <= 0.1995

@@ -1,5 +1,4 @@
 """Bad input: a clear MechkitError naming the parameter, raised before heavy work."""
-import numpy as np
 import pytest
 import sympy as sp
 

@@ -51,14 +51,15 @@ def composed_eps_bracket(k, delta, h=2e-3, span=12.0):
     grid = np.arange(-span, span + h / 2, h)
     sf = gennorm.cdf(L_inverse(grid), BETA)           # P(L > s) at the grid points
     cell = -np.diff(sf)                                 # mass of (s_i, s_{i+1}]
-    top, bottom = sf[-1], 1 - sf[0]                     # beyond the grid: +inf (upper), -inf (lower) -- dropped
-    up = np.concatenate(([0.0], cell))                  # cell mass at its upper end s_{i+1}
+    top, bottom = sf[-1], 1 - sf[0]                     # mass above / below the grid
+    up = np.concatenate(([bottom], cell))               # cell mass at its upper end s_{i+1}; below the grid at s_0
     lo = np.concatenate((cell, [0.0]))                  # at its lower end s_i
     pu, pl = up.copy(), lo.copy()
     for _ in range(k - 1):
         pu, pl = np.clip(fftconvolve(pu, up), 0, None), np.clip(fftconvolve(pl, lo), 0, None)
     s = -k * span + h * np.arange(pu.size)
-    inf_mass = 1 - (1 - top) ** k                       # mass at +inf in the upper law (counts fully)
+    inf_mass = 1 - (1 - top) ** k                       # above the grid: +inf in the upper law, dropped
+                                                        # (-inf) in the lower
     slack = 1e-13 * pu.size
 
     def eps_for(p, extra, sign):

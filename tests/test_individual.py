@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import mechkit as mk
 from mechkit import gdp
-from mechkit import individual as ind
+from mechkit.individual import filters as ind
 from mechkit.errors import MechkitError, ParameterError
 
 DELTA = 1e-5

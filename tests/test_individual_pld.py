@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import mechkit as mk
 from mechkit import gdp
-from mechkit import individual as ind
+from mechkit.individual import filters as ind
 from mechkit import individual_pld as ipld
 from mechkit.errors import MechkitError, ParameterError
 

@@ -6,9 +6,10 @@ import pytest
 import sympy as sp
 
 import mechkit as mk
-from mechkit import SpecificationError, codegen
-from mechkit import family as F
-from mechkit.parsing import exact, parse_expression, parse_srepr
+from mechkit import SpecificationError
+from mechkit.symbolic import codegen
+from mechkit.laws import family as F
+from mechkit.symbolic.parse import exact, parse_expression, parse_srepr
 
 x = sp.Symbol("x", real=True)
 
@@ -19,17 +20,17 @@ def payloads(marker):
         f"__import__('os').system('touch {m}')",
         f"exp(x).__class__.__init__.__globals__['os'].system('touch {m}')",
         f"(lambda: __import__('os').system('touch {m}'))()",
-        f"[c for c in ().__class__.__base__.__subclasses__()]",
+        "[c for c in ().__class__.__base__.__subclasses__()]",
         f"open('{m}', 'w').write('x')",
         f"exp(__import__('os').system('touch {m}'))",
-        f"getattr(x, '__class__')",
-        f"exp(x)[0]",
-        f"exp(x, evaluate=False)",
-        f"exp(*[x])",
-        f"x.subs(x, 1)",
-        f"_ + x",
-        f"'touch'",
-        f"eval('1')",
+        "getattr(x, '__class__')",
+        "exp(x)[0]",
+        "exp(x, evaluate=False)",
+        "exp(*[x])",
+        "x.subs(x, 1)",
+        "_ + x",
+        "'touch'",
+        "eval('1')",
     ]
 
 
@@ -70,7 +71,8 @@ def test_strings_build_the_same_expressions_as_sympy():
         "exp(-Abs(x - 1))/2": sp.exp(-sp.Abs(x - 1)) / 2,
         "Piecewise((1, (x > 0) & (x < 1)), (0, True))": sp.Piecewise((1, (x > 0) & (x < 1)), (0, True)),
         "Sum(exp(-j**2/(2*sigma**2)), (j, -oo, oo))": sp.Sum(sp.exp(-j**2 / (2 * s**2)), (j, -sp.oo, sp.oo)),
-        "binomial(k, x)*erfc(x)*gamma(x + 1)*besseli(1, x)": sp.binomial(k, x) * sp.erfc(x) * sp.gamma(x + 1) * sp.besseli(1, x),
+        "binomial(k, x)*erfc(x)*gamma(x + 1)*besseli(1, x)":
+            sp.binomial(k, x) * sp.erfc(x) * sp.gamma(x + 1) * sp.besseli(1, x),
         "log(1 + exp(-x))": sp.log(1 + sp.exp(-x)),
     }
     for text, expected in cases.items():

@@ -218,8 +218,7 @@ def test_discrete_gaussian_tails_brute_force():
         Z = mp.fsum(mp.exp(-mpf(k) ** 2 / (2 * s2)) for k in range(-200, 201))
         P = lambda k: mp.exp(-mpf(k - 2) ** 2 / (2 * s2)) / Z
         Q = lambda k: mp.exp(-mpf(k) ** 2 / (2 * s2)) / Z
-        L = lambda k: mpf(4 * k - 4) / (2 * s2)
-        # sf at s = L(20) (strictly greater) under P and Q, deep tail
+        # L(k) = (4k - 4) / (2 s2); sf at s = L(20) (strictly greater) under P and Q, deep tail
         sfP = mp.fsum(P(k) for k in range(21, 300))
         sfQ = mp.fsum(Q(k) for k in range(21, 300))
         cdfP = mp.fsum(P(k) for k in range(-300, 3))

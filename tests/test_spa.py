@@ -309,7 +309,7 @@ def test_answers_do_not_depend_on_earlier_queries():
     # a composition's searches start from the root of the nearest delta asked before (a Gaussian model of the CGF
     # is far off where the composition is short, e.g. k = 100 at q = 0.01); the answers, bounds included, must be
     # those of a fresh composition, in any order of deltas and variants
-    from mechkit import spa
+    from mechkit.accountants import spa
     for s, q, k, d0 in ((2.0, 0.01, 100, 1e-5), (0.8, 0.01, 1000, 1e-5), (2.0, 0.01, 1500, 1e-15)):
         shared = mk.compose((sg(s, q), k))
         for f, kw in ((1, {}), (3, {}), (1e-7, {"variant": "clt"}), (2, {"order": 0}), (1, {"variant": "clt"}),
@@ -338,7 +338,7 @@ def test_bound_crossing_in_epsilon(which):
     # the bound assembled in Python (_log_bounds of SP-CLT), its analytic slope (the Newton steps of the crossing)
     # against central differences, and the crossing bracket (compiled, _cross_bound): f(a) >= target > f(b),
     # b - a <= 1e-12 (1 + |a|), with f that Python reference
-    from mechkit import spa
+    from mechkit.accountants import spa
     run = mk.compose((sg(2.0, 0.01), 3000))
     e = run.epsilon(1e-10, method="spa")
     t0 = e.details["saddle_point"]
@@ -434,7 +434,7 @@ def test_pure_dp_at_tiny_delta_from_the_point_mass_at_the_largest_loss():
 def test_sp_clt_at_zero_variance_is_its_point_mass_limit(t, K1, eps):
     # K'' = 0 to double precision (a bounded loss at a large tilt): SP-CLT is the limit s -> 0, and Theorem 5 is
     # vacuous (no bound from this tilt) rather than a division by zero
-    from mechkit import spa
+    from mechkit.accountants import spa
     K = 1.3
     limit = spa._clt_terms(t, K, K1, 0.0, eps)[0]
     assert limit == pytest.approx(K - t * K1 + math.log1p(-math.exp(eps - K1)), rel=1e-12)
@@ -500,7 +500,8 @@ def test_whole_line_tilted_moments_match_mpmath(sigma, q, direction, t):
     # trapezoid rule (levels halving until they agree, the kink of |L - mu|^3 corrected by Euler-Maclaurin).
     # K..K'''' against the mpmath reference; A must be an upper value of E|L_t - K'(t)|^3, within 2e-3
     import mpmath as mp
-    import sys, os
+    import sys
+    import os
     sys.path.insert(0, os.path.dirname(__file__))
     import reference as R
     ref = R.subsampled_gaussian(sigma, q)
@@ -547,7 +548,7 @@ def test_peak_scan_from_the_cached_grid_finds_the_maximum():
     # the scan's grid values do not depend on the tilt (computed once per piece); Brent's method refines the best
     # grid point: the peak must be the maximum of the tilted log-density up to 1e-9 nats (a dense scan around it
     # cannot beat it), and the width must be where it has dropped by about 1
-    from mechkit import _numerics as N
+    from mechkit.engine import numerics as N
     for m in (sg(2.0, 0.01), sg(0.8, 0.2), mk.laplace(scale=1.5), mk.gaussian(sigma=1.3)):
         for direction in ("remove", "add"):
             core = m.plrv(direction)._core
@@ -586,7 +587,7 @@ def test_fused_single_piece_pass_equals_the_general_path():
 def test_other_direction_certificate_at_its_gaussian_model_tilt_is_sound(sigma, q, k, logd, shift):
     # _below_at_guess certifies delta_add(eps) <= delta from one node near the add direction's own saddle point;
     # where it does, the FFT's certified lower bound on the add direction's delta(eps) must not exceed delta
-    from mechkit import fft, spa
+    from mechkit.accountants import fft, spa
     run = mk.compose((sg(sigma, q), k))
     d = 10.0 ** logd
     e = run.epsilon(d, method="spa")
@@ -608,7 +609,7 @@ def test_certified_other_direction_is_skipped_at_about_one_sampled_step():
     # sigma = 2, q = 0.01, k = 100: the add direction's saddle point (t ~ 85) is far from the remove direction's
     # (t ~ 35), so the remove tilt cannot certify it, the add direction's own Gaussian-model tilt does; the answer
     # equals the one with the add direction searched in full
-    from mechkit import spa
+    from mechkit.accountants import spa
     run = mk.compose((sg(2.0, 0.01), 100))
     assert spa._below_at_guess(spa._directions(run.items)[1], 0.16898, math.log(1e-5))[0]
     e = run.epsilon(1e-5, method="spa")
@@ -628,7 +629,7 @@ def test_certified_other_direction_is_skipped_at_about_one_sampled_step():
 def test_linearised_polish_matches_the_exact_value_search(sigma, q, k, d):
     # the estimate's polish accepts the first exact evaluation corrected along the saddle points where the
     # correction is small (POLISH_LINEAR); the full search on exact values must give the same epsilon to 1e-9
-    from mechkit import spa
+    from mechkit.accountants import spa
     e = mk.compose((sg(sigma, q), k)).epsilon(d, method="spa")
     old = spa.POLISH_LINEAR
     try:
@@ -645,7 +646,7 @@ def test_linearised_polish_matches_the_exact_value_search(sigma, q, k, d):
 def test_compiled_bound_crossing_brackets_the_python_bound(logt, logk2, k1, k0, loga, logtarget, which):
     # _cross_bound (numba) at random tilts, cumulants, moments and targets: its bracket holds for the bound assembled
     # in Python, or, where it says there is none above the floor, that bound is below the target there
-    from mechkit import spa
+    from mechkit.accountants import spa
     t, K2 = 10.0 ** logt, 10.0 ** logk2
     vec, A, target = [k0 + 0.5 * t * k1, k1, K2], K2 ** 1.5 * 10.0 ** loga, -10.0 ** logtarget
     floor = 0.0 if which == "log_lower" else -math.inf

@@ -1,6 +1,7 @@
 """Numba primitives shared by every generated family module.
 
-Everything here is ``@njit(cache=True, error_model="numpy")``.  Family-specific kernels (log-densities, the privacy loss, ...)
+Everything here is ``@njit(cache=True, error_model="numpy")``.  Family-specific kernels (log-densities, the privacy
+loss, ...)
 are passed in as first-class jitted functions with the signature ``f(x, theta) -> float``; Numba compiles
 one specialisation per kernel and caches it on disk, so a second process pays no compile time.
 """
@@ -673,7 +674,8 @@ def _gk_adaptive(mode, f1, f2, f3, edges, c, w, t, shift, mu, nmom, theta, rtol)
     return np.zeros(m), np.zeros(m)
 
 
-@njit(types.Tuple((A1, A1))(types.int64, KT, KT, KT, f8, f8, f8, f8, f8, f8, f8, types.int64, A1, f8, types.int64), cache=True, error_model="numpy")
+@njit(types.Tuple((A1, A1))(types.int64, KT, KT, KT, f8, f8, f8, f8, f8, f8, f8, types.int64, A1, f8, types.int64),
+      cache=True, error_model="numpy")
 def gk_integrate(mode, f1, f2, f3, a, b, c, w, t, shift, mu, nmom, theta, rtol, nsplit):
     """Adaptive GK21 integral over x in [a, b] (ends may be infinite) in the mapped variable u.
 

@@ -26,9 +26,9 @@ import math
 
 import numpy as np
 
-from . import _numerics as _nm
-from .errors import NumericalLimitError, ParameterError, check_finite_real
-from .estimate import Estimate, EstimateArray, clamp_into
+from ..engine import numerics as _nm
+from ..errors import NumericalLimitError, ParameterError, check_finite_real
+from ..estimate import Estimate, EstimateArray, clamp_into
 
 C_BE2 = 1.12  # 2 * C_BE, Shevtsova's constant for non-identical summands (the authors' code)
 LOG_2PI = math.log(2.0 * math.pi)

@@ -27,7 +27,7 @@ import re
 
 import sympy as sp
 
-from .errors import SpecificationError
+from ..errors import SpecificationError
 
 #: the functions a density, pmf or condition may call (name as written -> SymPy function)
 FUNCTIONS = {
@@ -91,7 +91,8 @@ def _parse_tree(text, what, mode="eval"):
         return ast.parse(text.strip(), mode=mode)
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         hint = " (use ** for powers)" if "^" in text else ""
-        raise SpecificationError(f"{what} = {text!r} is not a SymPy expression ({exc.__class__.__name__}){hint}") from None
+        raise SpecificationError(
+            f"{what} = {text!r} is not a SymPy expression ({exc.__class__.__name__}){hint}") from None
 
 
 class _ExpressionBuilder:
@@ -102,7 +103,7 @@ class _ExpressionBuilder:
 
     def refuse(self, node, why):
         raise SpecificationError(f"{self.what}: {why}: {_segment(self.text, node)!r} (allowed: numbers, names, "
-                                 f"+ - * / **, comparisons, & | ~, and calls of mechkit.parsing.FUNCTIONS)")
+                                 f"+ - * / **, comparisons, & | ~, and calls of mechkit.symbolic.parse.FUNCTIONS)")
 
     def build(self, node):
         if isinstance(node, ast.Tuple):
@@ -186,7 +187,8 @@ class _ExpressionBuilder:
             self.refuse(node.func, "only the named functions can be called")
         name = node.func.id
         if name not in FUNCTIONS:
-            self.refuse(node.func, f"the function {name!r} is not supported (supported: {', '.join(sorted(FUNCTIONS))})")
+            supported = ", ".join(sorted(FUNCTIONS))
+            self.refuse(node.func, f"the function {name!r} is not supported (supported: {supported})")
         if node.keywords:
             self.refuse(node, f"keyword arguments are not allowed in a call of {name}")
         args = []
@@ -234,7 +236,7 @@ def parse_expression(text: str, what: str = "expression", symbols: dict | None =
 
 
 def _srepr_classes():
-    from . import symbolic as sy
+    from . import algebra as sy
 
     out = {}
     for name in dir(sp):

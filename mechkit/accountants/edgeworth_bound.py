@@ -114,7 +114,7 @@ import math
 import numpy as np
 from scipy import integrate, special
 
-from .errors import ParameterError, check_finite_real
+from ..errors import ParameterError, check_finite_real
 
 __all__ = ["edgeworth_bound", "berry_esseen_bound"]
 

@@ -11,13 +11,11 @@ simply absent and the numeric layer falls back to compiled quadrature or root fi
 from __future__ import annotations
 
 import contextlib
-import itertools
 import signal
 import threading
 
 import sympy as sp
 
-from .errors import SpecificationError
 
 #: the one variable every kernel is a function of (output x, loss value s, or CGF argument t)
 X = sp.Symbol("X", real=True)
@@ -143,7 +141,8 @@ def to_log(e, var):
             const = sp.factor(sp.Add(*[a for a in e.args if not a.has(var)]))
             terms = dep + ([const] if const != 0 else [])
         else:
-            dep, const, terms = [a for a in e.args if not a.is_Number], sp.Add(*[a for a in e.args if a.is_Number]), list(e.args)
+            dep = [a for a in e.args if not a.is_Number]
+            const, terms = sp.Add(*[a for a in e.args if a.is_Number]), list(e.args)
         if len(terms) < 2:
             return sp.log(e.func(*[stabilize(a, var) for a in e.args]))
         if not all(surely_nonneg(a) for a in terms):

@@ -27,10 +27,10 @@ import numpy as np
 import scipy.fft as sfft
 from scipy import integrate
 
-from . import _numerics as _nm
+from ..engine import numerics as _nm
 from . import rdp
-from .errors import NumericalLimitError, ParameterError, check_finite_real
-from .estimate import Estimate, EstimateArray
+from ..errors import NumericalLimitError, ParameterError, check_finite_real
+from ..estimate import Estimate, EstimateArray
 
 MACHINE_EPS = np.finfo(float).eps
 DEFAULT_EPS_ERROR = 0.01
@@ -393,7 +393,8 @@ def epsilon(items, delta_, eps_error=DEFAULT_EPS_ERROR, delta_error=None, memory
 
 def _variant(variant, L, n):
     if variant not in ("prv", "fa"):
-        raise ParameterError(f"variant must be 'prv' (certified, default) or 'fa' (Fourier accountant), got {variant!r}")
+        raise ParameterError(f"variant must be 'prv' (certified, default) or 'fa' (Fourier accountant), "
+                             f"got {variant!r}")
     if variant == "prv" and (L is not None or n is not None):
         raise ParameterError("L and n are options of variant='fa'; the 'prv' variant sizes its grid from "
                              "eps_error and delta_error")

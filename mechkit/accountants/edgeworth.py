@@ -35,11 +35,11 @@ from collections import OrderedDict
 
 import numpy as np
 from scipy import optimize
-from scipy.special import erfcx, log_ndtr, ndtr
+from scipy.special import erfcx, ndtr
 
 from . import spa
-from .errors import NumericalLimitError, ParameterError, check_finite_real
-from .estimate import Estimate, EstimateArray, clamp_into
+from ..errors import NumericalLimitError, ParameterError, check_finite_real
+from ..estimate import Estimate, EstimateArray, clamp_into
 
 ORDERS = (0, 1, 2, 3)
 VARIANTS = ("plain", "tilted")

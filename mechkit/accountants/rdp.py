@@ -15,7 +15,7 @@ import math
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from .errors import ParameterError, check_finite_real
+from ..errors import ParameterError, check_finite_real
 
 DEFAULT_ALPHAS = np.concatenate((1 + np.logspace(-3, 0, 12)[:-1], np.linspace(2, 20, 37), np.geomspace(21, 4096, 40)))
 #: enough to size an FFT domain: any alpha gives a valid upper bound, the optimum is not needed

@@ -76,10 +76,10 @@ import numpy as np
 import scipy.fft as sfft
 from scipy.special import ndtri
 
-from . import fft as _fft
-from . import individual as _ind
-from .errors import NumericalLimitError, ParameterError, check_finite_real
-from .estimate import EstimateArray
+from ..accountants import fft as _fft
+from . import filters as _ind
+from ..errors import NumericalLimitError, ParameterError, check_finite_real
+from ..estimate import EstimateArray
 
 __all__ = ["IndividualPLDAccountant", "effective_sigma"]
 
@@ -482,7 +482,10 @@ class _Plan:
     """The grid for up to ``K`` steps and both directions' bucket discretisations on it."""
 
     def __init__(self, sigmas, q, K, eps_error, delta_error, memory_limit):
-        from . import gaussian, subsample
+        from ..laws.catalog import convenience
+        from ..transforms import subsample
+
+        gaussian = convenience("gaussian")
 
         mechs = [subsample(gaussian(float(s)), q) for s in sigmas]
         grid = _fft.plan([(mechs[0], K)], eps_error, delta_error, memory_limit)
@@ -668,7 +671,10 @@ class IndividualPLDAccountant(_ind._Persistent):
 
     def example_composition(self, i):
         """The bucketed composition of example i as (mechanism, count) pairs (for ``mk.compose``)."""
-        from . import gaussian, subsample
+        from ..laws.catalog import convenience
+        from ..transforms import subsample
+
+        gaussian = convenience("gaussian")
 
         k = self._counts[int(i)]
         return [(subsample(gaussian(float(self._sigmas[b])), self._q), int(k[b])) for b in np.flatnonzero(k)]

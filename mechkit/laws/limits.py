@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from .errors import DerivationError
+from ..errors import DerivationError
 
 #: x = 10^k, k = 1..299: the double-precision walk
 WALK = 10.0 ** np.arange(1, 300)
@@ -135,8 +135,8 @@ def symbolic_limit_at(lexpr, var, names, theta, where):
     exact rationals of ``theta``; nan where SymPy finds none in time.  Memoised per process."""
     import sympy as sp
 
-    from . import symbolic as sy
-    from .parsing import exact_float, parse_srepr
+    from ..symbolic import algebra as sy
+    from ..symbolic.parse import exact_float, parse_srepr
 
     if lexpr is None or var is None or names is None:
         return math.nan

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from .errors import ParameterError, check_finite_real
-from .family import Family, Mechanism
+from ..errors import ParameterError, check_finite_real
+from ..laws.family import Family, Mechanism
 
 RATE = sp.Symbol("sampling_rate", positive=True)
 RATE_C = sp.Symbol("sampling_rate_complement", nonnegative=True)  # 1 - RATE, known non-negative

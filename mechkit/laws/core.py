@@ -20,9 +20,9 @@ import math
 
 import numpy as np
 
-from . import _numerics as N
+from ..engine import numerics as N
 from . import limits
-from .errors import DerivationError, SpecificationError
+from ..errors import DerivationError, SpecificationError
 
 NORMALISATION_TOL = 1e-6
 QUAD_RTOL = 1e-13
@@ -314,7 +314,8 @@ class ContinuousCore(Law):
     def _scan_critical(self, v, a, b):
         lo = a if np.isfinite(a) else -1e6 * (1 + abs(b if np.isfinite(b) else 0))
         hi = b if np.isfinite(b) else 1e6 * (1 + abs(a if np.isfinite(a) else 0))
-        xs = np.concatenate((np.linspace(lo, hi, 4001)[1:-1], np.sign(np.linspace(-1, 1, 2001)) * np.logspace(-6, 6, 2001)))
+        xs = np.concatenate((np.linspace(lo, hi, 4001)[1:-1],
+                             np.sign(np.linspace(-1, 1, 2001)) * np.logspace(-6, 6, 2001)))
         xs = np.unique(xs[(xs > lo) & (xs < hi)])
         d = self._vec(v["dL"], xs)
         roots = []
@@ -381,7 +382,8 @@ class ContinuousCore(Law):
             ok = True
             for s in tests:
                 x = self._f(name, s)
-                if not (math.isfinite(x) and pc.a <= x <= pc.b and abs(self._f(pc.v["L"], x) - s) <= 1e-8 * (1 + abs(s))):
+                inside = math.isfinite(x) and pc.a <= x <= pc.b
+                if not (inside and abs(self._f(pc.v["L"], x) - s) <= 1e-8 * (1 + abs(s))):
                     ok = False
                     break
             if ok:

@@ -13,12 +13,10 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
-from .errors import ParameterError, check_finite_real
+from ..engine.logspace import log1mexp
+from ..errors import ParameterError, check_finite_real
 
 
-def log1mexp(x):
-    """log(1 - e^x) for arrays x <= 0, accurate on both sides of -log 2 (Maechler)."""
-    return np.where(x > -math.log(2), np.log(-np.expm1(x)), np.log1p(-np.exp(x)))
 
 
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(16)

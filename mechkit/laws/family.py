@@ -19,12 +19,12 @@ import numpy as np
 import sympy as sp
 from scipy.optimize import brentq
 
-from . import codegen
+from ..symbolic import codegen
 from .core import ContinuousCore, DiscreteCore
-from .derive import Spec, derive
-from .gdp import log1mexp
-from .errors import NumericalLimitError, ParameterError, SpecificationError, check_finite_real
-from .parsing import exact, parse_expression
+from ..symbolic.derive import Spec, derive
+from ..engine.logspace import log1mexp
+from ..errors import NumericalLimitError, ParameterError, SpecificationError, check_finite_real
+from ..symbolic.parse import exact, parse_expression
 
 _FAMILIES = {}
 DIRECTIONS = ("both", "remove", "add")
@@ -133,7 +133,8 @@ class Family:
         params = sorted((p.free_symbols | q.free_symbols) - {var} - const_syms, key=lambda s: s.name)
         for c, e in consts:
             extra = e.free_symbols - set(params) - {var}
-            extra = {s for s in extra if not any(isinstance(b, (sp.Sum, sp.Product, sp.Integral)) and s in b.variables for b in e.atoms(sp.Sum, sp.Product, sp.Integral))}
+            bound = {v for b in e.atoms(sp.Sum, sp.Product, sp.Integral) for v in b.variables}
+            extra = extra - bound
             params = sorted(set(params) | extra, key=lambda s: s.name)
         self.name = name or "custom"
         self.var = var
@@ -143,7 +144,8 @@ class Family:
         self.constraints = {}
         for k, v in (constraints or {}).items():
             if k not in {s.name for s in params}:
-                raise SpecificationError(f"constraint on unknown parameter {k!r}; parameters: {[s.name for s in params]}")
+                raise SpecificationError(f"constraint on unknown parameter {k!r}; "
+                                         f"parameters: {[s.name for s in params]}")
             self.constraints[k] = _parse_range(v) if isinstance(v, str) else tuple(v)
         self.spec = Spec(p=p, q=q, var=var, kind=kind, lo=lo, hi=hi, points=points,
                          params=self.parameters, consts=self._consts)
@@ -205,12 +207,12 @@ class Family:
 
     @property
     def loss_variable(self):
-        from .symbolic import S
+        from ..symbolic.algebra import S
         return S
 
     @property
     def cgf_variable(self):
-        from .symbolic import T
+        from ..symbolic.algebra import T
         return T
 
     # -- binding ---------------------------------------------------------------------------------
@@ -392,7 +394,8 @@ class PLRV:
         self._m = 1 - own if dual else own
         # K_this(t) = K(a t + b) with K(tau) = log E_P[exp(tau L)]
         self._a = self._sign
-        self._b = {("remove", False): 0.0, ("remove", True): -1.0, ("add", False): -1.0, ("add", True): 0.0}[(direction, dual)]
+        self._b = {("remove", False): 0.0, ("remove", True): -1.0,
+                   ("add", False): -1.0, ("add", True): 0.0}[(direction, dual)]
 
     @property
     def dual(self):

@@ -59,9 +59,9 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtri
 
-from . import gdp as _gdp
-from . import rdp as _rdp
-from .errors import MechkitError, ParameterError, check_finite_real
+from ..accountants import gdp as _gdp
+from ..accountants import rdp as _rdp
+from ..errors import MechkitError, ParameterError, check_finite_real
 
 __all__ = ["GDPFilter", "AdaptiveGDPFilter", "GDPOdometer", "RDPFilter", "StateFileError", "mu_from_norms",
            "composed_mu", "mu_from_epsilon", "epsilon_from_mu", "delta_from_mu", "rdp_epsilon_from_mu",

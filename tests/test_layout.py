@@ -1,0 +1,53 @@
+"""The house rules of docs/architecture.md that a machine can check: the linter is clean, and no module imports
+from a stage folder above its own (the arrows run down)."""
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+#: stage folders from the bottom up; a module may import from its own folder and the ones before it
+STAGES = ["engine", "symbolic", "laws", "transforms", "accountants", "individual"]
+BOTTOM = {"errors", "estimate"}
+
+
+def test_ruff_is_clean():
+    if shutil.which("ruff") is None and subprocess.run([sys.executable, "-m", "ruff", "--version"],
+                                                       capture_output=True).returncode != 0:
+        pytest.skip("ruff is not installed (it comes with the test extra)")
+    out = subprocess.run([sys.executable, "-m", "ruff", "check", "mechkit", "mechanisms", "tests", "benchmarks",
+                          "examples"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-3000:]
+
+
+def _imports(path):
+    """(level, module) of every import in a file, relative ones resolved against the package path."""
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            yield node.level, node.module or "", [a.name for a in node.names]
+
+
+def _target(path, level, module, names):
+    pkg = list(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    base = pkg[: len(pkg) - level + 1] if level else []
+    parts = base + (module.split(".") if module else [])
+    if parts[:1] != ["mechkit"]:
+        return []
+    return [parts + [n] if not module else parts for n in names]
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "mechkit").rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_arrow_runs_back_up(path):
+    parts = path.relative_to(ROOT / "mechkit").parts
+    own = parts[0] if len(parts) > 1 else None
+    if own is None:
+        return  # top-level modules (composition, cli, the package) sit above the stages
+    for level, module, names in _imports(path):
+        for t in _target(path, level, module, names):
+            if len(t) < 2 or t[1] in BOTTOM or t[1] == own:
+                continue
+            assert t[1] in STAGES and STAGES.index(t[1]) <= STAGES.index(own), (path, t)
