@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 import mechkit as mk
 from mechkit import gdp
-from mechkit.individual import filters as ind
+from mechkit import individual as ind
+from mechkit.individual import filters, state
 from mechkit.errors import MechkitError, ParameterError
 
 DELTA = 1e-5
@@ -21,7 +22,7 @@ def run_steps(acc, mus):
     """Feed a sequence of per-step mu arrays; return the per-step outputs of the filter (or None)."""
     out = []
     for mu in mus:
-        out.append(acc.step(mu, return_scale=True) if isinstance(acc, ind._SquaredBudgetFilter) else acc.step(mu))
+        out.append(acc.step(mu, return_scale=True) if isinstance(acc, filters._SquaredBudgetFilter) else acc.step(mu))
     return out
 
 
@@ -314,7 +315,7 @@ def test_save_load_is_bit_identical(tmp_path, make):
     assert restored.steps == ref.steps == 100
     assert np.array_equal(restored.spent_sq, ref.spent_sq)
     assert np.array_equal(restored.epsilon(DELTA), ref.epsilon(DELTA))
-    if isinstance(ref, ind._SquaredBudgetFilter):
+    if isinstance(ref, filters._SquaredBudgetFilter):
         assert np.array_equal(restored.halted_at, ref.halted_at)
         # the filter really acted in the second half: examples were left out or scaled after the restore
         assert any((b[1] < 1).any() for b in out[50:])
@@ -433,7 +434,7 @@ def test_future_version_is_rejected(tmp_path):
     meta["version"] = 99
     mb = json.dumps(meta, sort_keys=True).encode()
     arrays = {k: v for k, v in members.items() if k not in ("meta", "sha256")}
-    sha = ind._digest(arrays, mb)
+    sha = state._digest(arrays, mb)
     p = tmp_path / "future.npz"
     np.savez(p, meta=np.frombuffer(mb, np.uint8), sha256=np.frombuffer(sha.encode(), np.uint8), **arrays)
     with pytest.raises(ind.StateFileError, match="version 99"):
@@ -444,7 +445,7 @@ def test_future_version_is_rejected(tmp_path):
 
 def _snapshot(acc):
     snap = {"steps": acc.steps, "spent": np.array(acc.spent_sq, copy=True)}
-    if isinstance(acc, ind._SquaredBudgetFilter):
+    if isinstance(acc, filters._SquaredBudgetFilter):
         snap.update(halted=np.array(acc.halted_at, copy=True), scale=acc.last_scale)
     return snap
 

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 import mechkit as mk
 from mechkit import gdp
-from mechkit.individual import filters as ind
+from mechkit import individual as ind
+from mechkit.individual import state
 from mechkit import individual_pld as ipld
 from mechkit.errors import MechkitError, ParameterError
 
@@ -252,7 +253,7 @@ def test_bad_state_files_are_rejected(tmp_path):
     members["counts"][0, 0] = 50
     meta = members.pop("meta").tobytes()
     members.pop("sha256")
-    sha = ind._digest(members, meta)
+    sha = state._digest(members, meta)
     np.savez(tmp_path / "bad.npz", meta=np.frombuffer(meta, np.uint8), sha256=np.frombuffer(sha.encode(), np.uint8),
              **members)
     with pytest.raises(ind.StateFileError, match="bucket counts exceed"):
@@ -311,7 +312,7 @@ def test_bad_queries(hetero):
         acc.budget_epsilon(DELTA)
     tiny = acc.epsilon(1.5 * DE)                          # certifiable: the allowances are far below delta_error
     assert np.all(np.isfinite(tiny.upper)) and np.all(tiny.upper >= tiny.value)
-    assert issubclass(ipld.IndividualPLDAccountant, ind._Persistent) and issubclass(ParameterError, MechkitError)
+    assert issubclass(ipld.IndividualPLDAccountant, state.Persistent) and issubclass(ParameterError, MechkitError)
     assert mk.IndividualPLDAccountant is ipld.IndividualPLDAccountant
 
 

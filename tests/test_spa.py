@@ -7,6 +7,10 @@ from hypothesis import example, given, settings, strategies as st
 
 import mechkit as mk
 from mechkit import NumericalLimitError, ParameterError
+from mechkit.accountants.spa import bounds as spa_bounds
+from mechkit.accountants.spa import formulas as spa_formulas
+from mechkit.accountants.spa import model as spa_model
+from mechkit.accountants.spa import search as spa_search
 
 # notes.md 8.2: Poisson-subsampled Gaussian, sigma = 2, q = 0.01, delta = 1e-15 (mpmath, 20 digits)
 TRUTH = {1500: 1.655353471724, 1596: 1.706103109770, 1693: 1.755923500463, 1790: 1.804401046925,
@@ -309,14 +313,13 @@ def test_answers_do_not_depend_on_earlier_queries():
     # a composition's searches start from the root of the nearest delta asked before (a Gaussian model of the CGF
     # is far off where the composition is short, e.g. k = 100 at q = 0.01); the answers, bounds included, must be
     # those of a fresh composition, in any order of deltas and variants
-    from mechkit.accountants import spa
     for s, q, k, d0 in ((2.0, 0.01, 100, 1e-5), (0.8, 0.01, 1000, 1e-5), (2.0, 0.01, 1500, 1e-15)):
         shared = mk.compose((sg(s, q), k))
         for f, kw in ((1, {}), (3, {}), (1e-7, {"variant": "clt"}), (2, {"order": 0}), (1, {"variant": "clt"}),
                       (1, {})):
             d = f * d0
             a = shared.epsilon(d, method="spa", **kw)
-            spa._DIRECTIONS.clear()
+            spa_model._DIRECTIONS.clear()
             b = mk.compose((sg(s, q), k)).epsilon(d, method="spa", **kw)
             for u, v in ((a.value, b.value), (a.lower, b.lower), (a.upper, b.upper)):
                 assert u == pytest.approx(v, rel=1e-9)
@@ -342,10 +345,10 @@ def test_bound_crossing_in_epsilon(which):
     run = mk.compose((sg(2.0, 0.01), 3000))
     e = run.epsilon(1e-10, method="spa")
     t0 = e.details["saddle_point"]
-    dirn = spa._directions(run.items)[0]
+    dirn = spa.directions(run.items)[0]
     for t in (0.8 * t0, t0, 1.2 * t0):
         vec, A = dirn.exact(t)
-        f = spa._bound_at(t, vec, A, which)
+        f = spa_bounds._bound_at(t, vec, A, which)
         ref = _python_bound(spa, t, vec, A, which)
         eps_t = dirn.eps_of(t, vec)
         for x in np.linspace(eps_t - 0.3, eps_t + 0.3, 7):
@@ -357,7 +360,7 @@ def test_bound_crossing_in_epsilon(which):
             fd = (f(x + h) - f(x - h)) / (2 * h)
             assert d == pytest.approx(fd, rel=1e-5, abs=1e-6)
         for target in (math.log(1e-5), math.log(1e-10), math.log(1e-14)):
-            a, b = spa._cross_bound(t, vec, A, which, target, eps_t, 1.0 / t,
+            a, b = spa_bounds._cross_bound(t, vec, A, which, target, eps_t, 1.0 / t,
                                     floor=0.0 if which == "log_lower" else -math.inf)
             if a is None:  # no epsilon >= 0 where the lower bound reaches the target: it is below it at 0
                 assert which == "log_lower" and not ref(0.0) >= target
@@ -367,7 +370,8 @@ def test_bound_crossing_in_epsilon(which):
 
 def _python_bound(spa, t, vec, A, which):
     """Theorem 5's bound at the tilt t assembled in Python (_log_bounds of SP-CLT, _log_clt)."""
-    return lambda e: spa._log_bounds(t, vec[0], vec[2], A, e, spa._log_clt(t, vec[0], vec[1], vec[2], e))[which]
+    F = spa_formulas
+    return lambda e: F._log_bounds(t, vec[0], vec[2], A, e, F._log_clt(t, vec[0], vec[1], vec[2], e))[which]
 
 
 def _exact_rr_delta(e0, q, k, eps):
@@ -434,14 +438,13 @@ def test_pure_dp_at_tiny_delta_from_the_point_mass_at_the_largest_loss():
 def test_sp_clt_at_zero_variance_is_its_point_mass_limit(t, K1, eps):
     # K'' = 0 to double precision (a bounded loss at a large tilt): SP-CLT is the limit s -> 0, and Theorem 5 is
     # vacuous (no bound from this tilt) rather than a division by zero
-    from mechkit.accountants import spa
     K = 1.3
-    limit = spa._clt_terms(t, K, K1, 0.0, eps)[0]
+    limit = spa_formulas._clt_terms(t, K, K1, 0.0, eps)[0]
     assert limit == pytest.approx(K - t * K1 + math.log1p(-math.exp(eps - K1)), rel=1e-12)
-    assert spa._clt_terms(t, K, K1, 1e-5, eps)[0] == pytest.approx(limit, abs=1e-3)
-    assert spa._clt_terms(t, K, K1, 0.0, K1 + 0.1)[0] == -math.inf
-    assert spa._log_err0(t, K, 0.0, 1e-30) == math.inf
-    b = spa._log_bounds(t, K, 0.0, 1e-30, eps, limit)
+    assert spa_formulas._clt_terms(t, K, K1, 1e-5, eps)[0] == pytest.approx(limit, abs=1e-3)
+    assert spa_formulas._clt_terms(t, K, K1, 0.0, K1 + 0.1)[0] == -math.inf
+    assert spa_formulas.log_err0(t, K, 0.0, 1e-30) == math.inf
+    b = spa_formulas._log_bounds(t, K, 0.0, 1e-30, eps, limit)
     assert b["log_upper"] == math.inf and b["log_lower"] == -math.inf
 
 
@@ -592,8 +595,8 @@ def test_other_direction_certificate_at_its_gaussian_model_tilt_is_sound(sigma, 
     d = 10.0 ** logd
     e = run.epsilon(d, method="spa")
     eps = max(float(e) * (1.0 + shift), 1e-3)
-    add = spa._directions(run.items)[1]
-    ok, _ = spa._below_at_guess(add, eps, math.log(d))
+    add = spa.directions(run.items)[1]
+    ok, _ = spa_bounds.below_at_guess(add, eps, math.log(d))
     if not ok:
         return
     err = 0.01
@@ -611,14 +614,14 @@ def test_certified_other_direction_is_skipped_at_about_one_sampled_step():
     # equals the one with the add direction searched in full
     from mechkit.accountants import spa
     run = mk.compose((sg(2.0, 0.01), 100))
-    assert spa._below_at_guess(spa._directions(run.items)[1], 0.16898, math.log(1e-5))[0]
+    assert spa_bounds.below_at_guess(spa.directions(run.items)[1], 0.16898, math.log(1e-5))[0]
     e = run.epsilon(1e-5, method="spa")
-    orig = spa._below_at_guess
+    orig = spa_bounds.below_at_guess
     try:
-        spa._below_at_guess = lambda *a: (False, None)
+        spa_bounds.below_at_guess = lambda *a: (False, None)
         f = mk.compose((sg(2.0, 0.01), 100)).epsilon(1e-5, method="spa")
     finally:
-        spa._below_at_guess = orig
+        spa_bounds.below_at_guess = orig
     assert (e.value, e.lower, e.upper) == pytest.approx((f.value, f.lower, f.upper), rel=1e-12)
 
 
@@ -629,14 +632,13 @@ def test_certified_other_direction_is_skipped_at_about_one_sampled_step():
 def test_linearised_polish_matches_the_exact_value_search(sigma, q, k, d):
     # the estimate's polish accepts the first exact evaluation corrected along the saddle points where the
     # correction is small (POLISH_LINEAR); the full search on exact values must give the same epsilon to 1e-9
-    from mechkit.accountants import spa
     e = mk.compose((sg(sigma, q), k)).epsilon(d, method="spa")
-    old = spa.POLISH_LINEAR
+    old = spa_search.POLISH_LINEAR
     try:
-        spa.POLISH_LINEAR = 0.0
+        spa_search.POLISH_LINEAR = 0.0
         f = mk.compose((sg(sigma, q), k)).epsilon(d, method="spa")
     finally:
-        spa.POLISH_LINEAR = old
+        spa_search.POLISH_LINEAR = old
     assert float(e) == pytest.approx(float(f), rel=1e-9)
 
 
@@ -651,7 +653,7 @@ def test_compiled_bound_crossing_brackets_the_python_bound(logt, logk2, k1, k0, 
     vec, A, target = [k0 + 0.5 * t * k1, k1, K2], K2 ** 1.5 * 10.0 ** loga, -10.0 ** logtarget
     floor = 0.0 if which == "log_lower" else -math.inf
     ref = _python_bound(spa, t, vec, A, which)
-    a, b = spa._cross_bound(t, vec, A, which, target, k1 - 1.0 / t - 1.0 / (1.0 + t), 1.0 / t, floor)
+    a, b = spa_bounds._cross_bound(t, vec, A, which, target, k1 - 1.0 / t - 1.0 / (1.0 + t), 1.0 / t, floor)
     if a is None:
         assert ref(b) < target and b <= floor
     else:

@@ -506,7 +506,7 @@ def _tilted_at(dirn, t, eps, order):
 
 
 def _tilted_delta(items, eps, order):
-    dirs = spa._directions(items)
+    dirs = spa.directions(items)
     rows, fell, regimes = [], [], []
     for e in eps:
         best = np.full(4, -math.inf)  # log: estimate, lower, upper, neighbouring order's estimate
@@ -514,7 +514,7 @@ def _tilted_delta(items, eps, order):
         for dirn in dirs:
             try:
                 t = dirn.saddle(float(e))
-            except spa._ZeroDelta:
+            except spa.ZeroDelta:
                 continue
             r = dirn.at(t, float(e))
             vals = []
@@ -523,7 +523,7 @@ def _tilted_delta(items, eps, order):
                 bad = bad or (math.isnan(v) and o == order)
                 vals.append(r["log_clt"] if math.isnan(v) else v)
             if vals[0] >= best[0]:
-                regime = spa._reliable(r)  # the SPA's own criterion (Daniels term) at the dominant direction
+                regime = spa.reliable(r)  # the SPA's own criterion (Daniels term) at the dominant direction
             best = np.maximum(best, [vals[0], r["log_lower"], r["log_upper"], vals[1]])
         rows.append(np.minimum(np.exp(best), 1.0))
         fell.append(bad)
@@ -547,7 +547,7 @@ def _tilted_epsilon(items, d, order):
     target = math.log(d)
     bounds = spa.epsilon(items, d, order=0, variant="clt")
     best = 0.0
-    for dirn in spa._directions(items):
+    for dirn in spa.directions(items):
 
         def fn(r, dirn=dirn):
             v = _tilted_at(dirn, r["t"], r["eps"], order)
@@ -555,7 +555,7 @@ def _tilted_epsilon(items, d, order):
 
         if spa.at_zero(dirn, fn, target, False):
             continue
-        u = spa._solve_t(dirn, target, fn, False)
+        u = spa.solve_t(dirn, target, fn, False)
         if u is not None:
             best = max(best, dirn.eps_of(math.exp(u)))
     details = _tilted_details(order)

@@ -46,426 +46,24 @@ a restored accountant continues bit-identically.
 """
 from __future__ import annotations
 
-import hashlib
-import io
-import json
 import math
-import numbers
-import os
-import tempfile
-from pathlib import Path
 
 import numpy as np
-from scipy.optimize import brentq
-from scipy.special import log_ndtr, ndtri
 
 from ..accountants import gdp as _gdp
-from ..accountants import rdp as _rdp
-from ..errors import MechkitError, ParameterError, check_finite_real
+from ..errors import ParameterError, check_finite_real
+from .conversions import delta_from_mu, gdp_eps_unique, mu_from_epsilon, rdp_cap_for, rdp_eps_sq_unique, unique_apply
+from .state import KINDS, Persistent, check_array, check_delta, check_n
 
-__all__ = ["GDPFilter", "AdaptiveGDPFilter", "GDPOdometer", "RDPFilter", "StateFileError", "mu_from_norms",
-           "composed_mu", "mu_from_epsilon", "epsilon_from_mu", "delta_from_mu", "rdp_epsilon_from_mu",
-           "load"]
+__all__ = ["GDPFilter", "AdaptiveGDPFilter", "GDPOdometer", "RDPFilter"]
 
-FORMAT = "mechkit.individual"
-FORMAT_VERSION = 1
+
 #: a full step that lands within this relative distance below the budget exhausts it (spent is set to the budget;
 #: conservative, and it avoids absurdly small last steps caused by rounding in the sum of squares)
 EXHAUST_RTOL = 1e-12
 
 
-class StateFileError(MechkitError):
-    """A saved accountant state cannot be read: missing parts, truncated, corrupt or of another kind/version."""
-
-
-# --------------------------------------------------------------------------------------------------- validation
-
-def _check_n(n_examples):
-    if isinstance(n_examples, bool) or not isinstance(n_examples, numbers.Integral) or int(n_examples) < 1:
-        raise ParameterError(f"n_examples must be a positive integer (>= 1), got {n_examples!r}")
-    return int(n_examples)
-
-
-def _check_delta(delta):
-    return check_finite_real("delta", delta, low=0.0, high=1.0)
-
-
-#: the largest per-step or total GDP parameter accepted (its square must not overflow; epsilon would be ~1e200)
-MU_MAX = 1e100
-
-
-def _check_array(name, values, *, length=None, allow_scalar=False, high=MU_MAX):
-    """float64 array of finite values in [0, high], or ParameterError naming ``name`` and the allowed range."""
-    arr = np.asarray(values)
-    if arr.dtype.kind not in "iuf":
-        raise ParameterError(f"{name} must be an array of real numbers in [0, inf), got dtype {arr.dtype}")
-    arr = arr.astype(np.float64, copy=False)
-    if length is not None and (arr.ndim != 1 or arr.shape[0] != length):
-        raise ParameterError(f"{name} must be a 1-D array of length {length} (one entry per example), "
-                             f"got shape {arr.shape}")
-    if arr.ndim == 0 and not allow_scalar:
-        raise ParameterError(f"{name} must be an array, got a scalar")
-    if arr.size:
-        lo, hi = arr.min(), arr.max()  # NaN propagates into both
-        if not (math.isfinite(lo) and math.isfinite(hi)) or lo < 0 or (high is not None and hi > high):
-            flat = arr.ravel()
-            bad = np.flatnonzero(~np.isfinite(flat) | (flat < 0) | (flat > (np.inf if high is None else high)))[0]
-            where = f" at index {np.unravel_index(bad, arr.shape)}" if arr.ndim > 1 else (
-                f" at index {bad}" if arr.ndim == 1 else "")
-            rng = "[0, inf) (finite)" if high is None else f"[0, {high:g}]"
-            raise ParameterError(f"{name} must lie in {rng}, got {flat[bad]!r}{where}")
-    return arr
-
-
-def mu_from_norms(norms, clip, sigma):
-    """Per-example GDP parameters of one DP-GD step: ``min(norm, clip) / sigma`` (vectorised).
-
-    ``norms``: the per-example gradient norms before clipping (>= 0); ``clip``: the clipping bound C; ``sigma``: the
-    standard deviation of the Gaussian noise added to the *sum* of clipped gradients (with a noise multiplier z,
-    ``sigma = z * clip``).  Removing example i changes the sum by its clipped gradient, so the step is
-    ``||g_i||/sigma``-GDP for it (notes.md 4.4, C.2).
-    """
-    c = check_finite_real("clip", clip, low=0.0)
-    s = check_finite_real("sigma", sigma, low=0.0)
-    arr = _check_array("norms", norms, allow_scalar=True, high=None)
-    out = np.minimum(arr, c) / s
-    return float(out) if np.ndim(norms) == 0 else out
-
-
-def composed_mu(mus, axis=None):
-    """sqrt(sum mu_j^2): the GDP parameter of composed Gaussian steps (Theorem 2 when bounded a priori)."""
-    arr = _check_array("mus", mus, allow_scalar=True)
-    return np.sqrt(np.sum(arr * arr, axis=axis))
-
-
-# ----------------------------------------------------------------------------------------- GDP, vectorised in mu
-
-def _log_delta_vec(mu, eps):
-    """log delta_mu(eps) elementwise (mu > 0, eps >= 0): mechkit.gdp's cancellation-free form."""
-    return _gdp.log_delta_array(mu, eps)
-
-
-def _gdp_eps_unique(mu, delta):
-    """Smallest eps >= 0 with delta_mu(eps) <= delta, for an array of mu >= 0 (safeguarded Newton)."""
-    out = np.zeros(mu.shape)
-    logd = math.log(delta)
-    idx = np.flatnonzero(mu > 0)
-    if idx.size == 0:
-        return out
-    idx = idx[_log_delta_vec(mu[idx], 0.0) > logd]
-    if idx.size == 0:
-        return out
-    m = mu[idx]
-    z = max(-float(ndtri(delta)), 0.0)
-    # delta_mu(e) <= Phi(-e/mu + mu/2) <= delta at e = mu^2/2 + mu z: a bracket [lo, hi] with f(lo) > 0 >= f(hi)
-    lo = np.zeros_like(m)
-    hi = m * m / 2 + m * z
-    hi = hi * (1 + 1e-12) + 1e-300
-    x = hi.copy()
-    todo = np.arange(m.size)
-    for _ in range(200):
-        mm, xx = m[todo], x[todo]
-        ld = _log_delta_vec(mm, xx)
-        f = ld - logd
-        pos = f > 0
-        lo[todo] = np.where(pos, xx, lo[todo])
-        hi[todo] = np.where(pos, hi[todo], xx)
-        with np.errstate(all="ignore"):
-            slope = -np.exp(xx + log_ndtr(-xx / mm - mm / 2) - ld)  # d log delta / d eps
-            xn = xx - f / slope
-        l, h = lo[todo], hi[todo]
-        ok = np.isfinite(xn) & (xn > l) & (xn < h)
-        tight = h - l <= 4e-16 * h
-        done = (f == 0) | tight | (ok & (np.abs(xn - xx) <= 4e-16 * xn))
-        # f == 0: the root itself; a collapsed bracket: its upper end (delta(hi) <= delta); else Newton, or bisection
-        x[todo] = np.where(f == 0, xx, np.where(tight, h, np.where(ok, xn, 0.5 * (l + h))))
-        todo = todo[~done]
-        if todo.size == 0:
-            break
-    out[idx] = x
-    return out
-
-
-def _unique_apply(values, fn):
-    """fn (increasing) on the distinct values only; the results are made exactly non-decreasing in the values.
-
-    The root finders are accurate to a few ulps, so two close values could come out in the wrong order; the running
-    maximum over the sorted distinct values removes that (it only ever raises an epsilon, by rounding noise).
-    """
-    flat = values.ravel()
-    u, inv = np.unique(flat, return_inverse=True)
-    return np.maximum.accumulate(fn(u))[inv].reshape(values.shape)
-
-
-def epsilon_from_mu(mu, delta):
-    """epsilon(delta) of mu-GDP with the exact curve, vectorised over ``mu`` (an array of GDP parameters)."""
-    d = _check_delta(delta)
-    arr = _check_array("mu", mu, allow_scalar=True)
-    out = _unique_apply(arr, lambda u: _gdp_eps_unique(u, d))
-    return float(out) if np.ndim(mu) == 0 else out
-
-
-def delta_from_mu(mu, epsilon):
-    """delta(epsilon) of mu-GDP with the exact curve, vectorised over ``mu``."""
-    e = check_finite_real("epsilon", epsilon, low=0.0, low_open=False)
-    arr = _check_array("mu", mu, allow_scalar=True)
-    out = np.zeros(arr.shape)
-    pos = arr > 0
-    out[pos] = np.exp(_log_delta_vec(arr[pos], e))
-    return float(out) if np.ndim(mu) == 0 else out
-
-
-def mu_from_epsilon(epsilon, delta):
-    """The largest B with delta_B(epsilon) <= delta on the exact mu-GDP curve (budget conversion)."""
-    e = check_finite_real("epsilon", epsilon, low=0.0)
-    d = _check_delta(delta)
-    logd = math.log(d)
-    f = lambda m: float(_gdp.log_delta(m, e)[0]) - logd  # increasing in m
-    hi = 1.0
-    while f(hi) <= 0:
-        hi *= 2.0
-        if hi > 1e6:
-            raise ParameterError(f"epsilon = {e!r} with delta = {d!r} puts no bound on mu")
-    lo = min(hi / 2, 1.0)
-    while f(lo) > 0:
-        lo /= 2.0
-    g = lambda m: f(m) if math.isfinite(f(m)) else -1e300
-    b = brentq(g, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
-    while f(b) > 0:  # make the budget conservative: delta_B(epsilon) <= delta
-        b = float(np.nextafter(b, 0.0))
-    return float(b)
-
-
-# ------------------------------------------------------------------------------------------ RDP, vectorised
-
-def _rdp_const(alpha, logd):
-    return np.log1p(-1.0 / alpha) - (logd + np.log(alpha)) / (alpha - 1.0)
-
-
-def _rdp_eps_sq_unique(s, delta, chunk=1 << 15):
-    """min over alpha of alpha s/2 + log((alpha-1)/alpha) - (log delta + log alpha)/(alpha-1), for s = sum mu^2.
-
-    Grid ``mechkit.rdp.DEFAULT_ALPHAS``, then a golden-section refinement in log alpha between the neighbours of the
-    best grid order (what :func:`mechkit.rdp.epsilon` does per composition).  Any alpha gives an upper bound.
-    """
-    logd = math.log(delta)
-    grid = np.asarray(_rdp.DEFAULT_ALPHAS, dtype=float)
-    cg = _rdp_const(grid, logd)
-    lg = np.log(grid)
-    out = np.zeros(s.shape)
-    idx = np.flatnonzero(s > 0)
-    inv_phi = (math.sqrt(5.0) - 1.0) / 2.0
-    for start in range(0, idx.size, chunk):
-        sel = idx[start:start + chunk]
-        ss = s[sel]
-        vals = 0.5 * ss[:, None] * grid[None, :] + cg[None, :]
-        i = np.argmin(vals, axis=1)
-        best = vals[np.arange(sel.size), i]
-        a = lg[np.maximum(i - 1, 0)]
-        b = lg[np.minimum(i + 1, grid.size - 1)]
-        f = lambda la: 0.5 * ss * np.exp(la) + _rdp_const(np.exp(la), logd)
-        c = b - inv_phi * (b - a)
-        d = a + inv_phi * (b - a)
-        fc, fd = f(c), f(d)
-        for _ in range(64):  # golden section: one new evaluation per iteration
-            left = fc < fd  # the minimum lies in [a, d]
-            a = np.where(left, a, c)
-            b = np.where(left, d, b)
-            x = np.where(left, b - inv_phi * (b - a), a + inv_phi * (b - a))
-            fx = f(x)
-            c, d, fc, fd = (np.where(left, x, d), np.where(left, c, x),
-                            np.where(left, fx, fd), np.where(left, fc, fx))
-        best = np.minimum(best, np.minimum(fc, fd))
-        out[sel] = np.maximum(best, 0.0)
-    return out
-
-
-def rdp_epsilon_from_mu(mu, delta):
-    """epsilon(delta) from the RDP curve alpha mu^2/2 of mu-GDP Gaussian steps, improved conversion, vectorised."""
-    d = _check_delta(delta)
-    arr = _check_array("mu", mu, allow_scalar=True)
-    out = _unique_apply(arr * arr, lambda u: _rdp_eps_sq_unique(u, d))
-    return float(out) if np.ndim(mu) == 0 else out
-
-
-def _rdp_cap_for(epsilon, delta):
-    """The largest s = sum mu^2 whose RDP-converted epsilon(delta) is <= epsilon."""
-    f = lambda s: float(_rdp_eps_sq_unique(np.array([s]), delta)[0]) - epsilon  # increasing in s
-    hi = 1.0
-    while f(hi) <= 0:
-        hi *= 2.0
-        if hi > 1e12:
-            raise ParameterError(f"epsilon = {epsilon!r} with delta = {delta!r} puts no bound on the RDP budget")
-    lo = hi / 2
-    while f(lo) > 0:
-        lo /= 2.0
-        if lo < 1e-300:
-            raise ParameterError(f"epsilon = {epsilon!r} is too small for delta = {delta!r} under RDP")
-    s = brentq(f, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
-    while f(s) > 0:
-        s *= 1 - 1e-13
-    return float(s)
-
-
-# ------------------------------------------------------------------------------------------------- state files
-
-def _digest(arrays, meta_bytes):
-    h = hashlib.sha256()
-    h.update(meta_bytes)
-    for name in sorted(arrays):
-        a = np.asarray(arrays[name], order="C")
-        h.update(f"\0{name}\0{a.dtype.str}\0{a.shape}\0".encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
-
-
-def _atomic_write(path, data):
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:  # make the rename itself durable (best effort: not every platform can open a directory)
-        dfd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
-
-
-def _read_state(path):
-    """(meta dict, arrays dict) of a state file, verified; StateFileError naming the file otherwise."""
-    data = Path(path).read_bytes()  # a missing file raises FileNotFoundError, which names it
-    bad = lambda why: StateFileError(f"{os.fspath(path)!r} is not a valid mechkit individual-accounting state "
-                                     f"file: {why}")
-    try:
-        z = np.load(io.BytesIO(data), allow_pickle=False)
-        if not isinstance(z, np.lib.npyio.NpzFile):
-            raise ValueError("not an npz archive")
-        with z:
-            arrays = {name: z[name] for name in z.files}
-    except Exception as exc:  # noqa: BLE001 -- any failure to parse untrusted bytes means a bad file
-        raise bad(f"truncated or corrupt ({type(exc).__name__}: {exc})") from None
-    for key in ("meta", "sha256"):
-        if key not in arrays:
-            raise bad(f"the {key!r} record is missing")
-    meta_bytes = arrays.pop("meta").tobytes()
-    stored = arrays.pop("sha256").tobytes().decode("ascii", "replace")
-    if _digest(arrays, meta_bytes) != stored:
-        raise bad("checksum mismatch (the file is corrupt)")
-    try:
-        meta = json.loads(meta_bytes.decode("utf-8"))
-    except ValueError as exc:
-        raise bad(f"unreadable header ({exc})") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise bad("not written by mechkit.individual")
-    if meta.get("version") != FORMAT_VERSION:
-        raise bad(f"format version {meta.get('version')!r}; this mechkit reads version {FORMAT_VERSION}")
-    return meta, arrays, bad
-
-
-def load(path):
-    """Restore any accountant saved by ``.save(path)`` (the class is read from the file)."""
-    meta, arrays, bad = _read_state(path)
-    cls = _KINDS.get(meta.get("kind"))
-    if cls is None:
-        raise bad(f"unknown accountant kind {meta.get('kind')!r}")
-    return cls._build(meta, arrays, bad)
-
-
-# ---------------------------------------------------------------------------------------------- accountants
-
-class _Persistent:
-    """N examples and a step count, saved and restored atomically in a checksummed file (``save``/``load``)."""
-
-    _kind = None
-
-    # ----- views
-    @property
-    def n_examples(self):
-        return self._n
-
-    @property
-    def steps(self):
-        """Number of ``step`` calls so far."""
-        return self._steps
-
-    # ----- persistence
-    def _params(self):
-        return {}
-
-    def save(self, path):
-        """Write the state to ``path`` atomically (temp file in the same directory, fsync, os.replace)."""
-        arrays = {k: np.asarray(v, order="C") for k, v in self._arrays().items()}
-        meta = {"format": FORMAT, "version": FORMAT_VERSION, "kind": self._kind, "n_examples": self._n,
-                "params": {k: (float(v).hex() if isinstance(v, float) else v) for k, v in self._params().items()}}
-        meta_bytes = json.dumps(meta, sort_keys=True).encode("utf-8")
-        sha = _digest(arrays, meta_bytes)
-        buf = io.BytesIO()
-        np.savez(buf, meta=np.frombuffer(meta_bytes, dtype=np.uint8),
-                 sha256=np.frombuffer(sha.encode("ascii"), dtype=np.uint8), **arrays)
-        _atomic_write(path, buf.getvalue())
-
-    @classmethod
-    def load(cls, path):
-        """A new accountant restored from ``path``; StateFileError (naming the file) if it is not valid."""
-        return cls._build(*_read_state(path))
-
-    @classmethod
-    def _build(cls, meta, arrays, bad):
-        if meta.get("kind") != cls._kind:
-            raise bad(f"it holds a {meta.get('kind')!r}, not a {cls._kind!r}")
-        n = meta.get("n_examples")
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise bad(f"n_examples = {n!r}")
-        params = {}
-        try:
-            for k, v in dict(meta.get("params") or {}).items():
-                params[k] = float.fromhex(v) if k not in cls._raw_params else v
-        except (TypeError, ValueError) as exc:
-            raise bad(f"unreadable parameters ({exc})") from None
-        try:
-            need = cls._array_specs(n, params)
-        except MechkitError as exc:
-            raise bad(f"inconsistent parameters ({exc})") from None
-        for name, (dtypes, shape) in need.items():
-            a = arrays.get(name)
-            if a is None:
-                raise bad(f"the {name!r} array is missing")
-            dtypes = tuple(np.dtype(t) for t in (dtypes if isinstance(dtypes, tuple) else (dtypes,)))
-            if a.dtype not in dtypes or a.shape != shape:
-                raise bad(f"the {name!r} array has dtype {a.dtype} and shape {a.shape}, expected "
-                          f"{' or '.join(str(t) for t in dtypes)} and {shape}")
-        spent = arrays.get("spent_sq")
-        if spent is not None and (not np.all(np.isfinite(spent)) or np.any(spent < 0)):
-            raise bad("spent_sq holds negative or non-finite values")
-        try:
-            obj = cls._restore(n, params, arrays)
-        except (MechkitError, KeyError, TypeError, ValueError) as exc:
-            raise bad(f"inconsistent parameters ({exc})") from None
-        return obj
-
-    _raw_params = ()
-
-    @classmethod
-    def _array_specs(cls, n, params):
-        """{name: (dtype or tuple of dtypes, shape)} of the arrays a state file of this kind must hold."""
-        raise NotImplementedError
-
-
-class _Accountant(_Persistent):
+class _Accountant(Persistent):
     """Per-example spent sum of mu^2 for N examples; conversions."""
 
     _array_names = ("spent_sq",)
@@ -491,8 +89,8 @@ class _Accountant(_Persistent):
 
     def epsilon(self, delta):
         """Per-example epsilon(delta) of the privacy spent so far (exact mu-GDP curve), shape (N,)."""
-        d = _check_delta(delta)
-        return _unique_apply(self._report_mu(), lambda u: _gdp_eps_unique(u, d))
+        d = check_delta(delta)
+        return unique_apply(self._report_mu(), lambda u: gdp_eps_unique(u, d))
 
     def delta(self, epsilon):
         """Per-example delta(epsilon) of the privacy spent so far (exact mu-GDP curve), shape (N,)."""
@@ -500,7 +98,7 @@ class _Accountant(_Persistent):
 
     # ----- validation shared by the subclasses
     def _check_step(self, mu):
-        return _check_array("mu", mu, length=self._n)
+        return check_array("mu", mu, length=self._n)
 
     def _arrays(self):
         return {"spent_sq": self._spent, "steps": np.array(self._steps, dtype=np.int64)}
@@ -652,7 +250,7 @@ class GDPFilter(_SquaredBudgetFilter):
     _kind = "GDPFilter"
 
     def __init__(self, n_examples, budget_mu=None, epsilon=None, delta=None, *, scale_last_step=True):
-        n = _check_n(n_examples)
+        n = check_n(n_examples)
         if budget_mu is not None:
             if epsilon is not None or delta is not None:
                 raise ParameterError("give the budget either as budget_mu or as (epsilon, delta), not both")
@@ -662,7 +260,7 @@ class GDPFilter(_SquaredBudgetFilter):
             if epsilon is None or delta is None:
                 raise ParameterError("give the budget as budget_mu (> 0) or as both epsilon (> 0) and delta in (0, 1)")
             e = check_finite_real("epsilon", epsilon, low=0.0)
-            d = _check_delta(delta)
+            d = check_delta(delta)
             b = mu_from_epsilon(e, d)
             self._target = (e, d)
         self._budget = b
@@ -674,7 +272,7 @@ class GDPFilter(_SquaredBudgetFilter):
 
     def budget_epsilon(self, delta):
         """epsilon(delta) of the filter's guarantee, B-GDP (exact curve, :func:`mechkit.gdp.epsilon`)."""
-        return _gdp.epsilon(self._budget, _check_delta(delta))
+        return _gdp.epsilon(self._budget, check_delta(delta))
 
     def budget_delta(self, epsilon):
         return _gdp.delta(self._budget, check_finite_real("epsilon", epsilon, low=0.0, low_open=False))
@@ -755,7 +353,7 @@ class GDPOdometer(_Accountant):
     _kind = "GDPOdometer"
 
     def __init__(self, n_examples, increment=None):
-        n = _check_n(n_examples)
+        n = check_n(n_examples)
         self._increment = None if increment is None else check_finite_real("increment", increment, low=0.0)
         self._init_state(n)
 
@@ -813,7 +411,7 @@ class RDPFilter(_SquaredBudgetFilter):
     _kind = "RDPFilter"
 
     def __init__(self, n_examples, *, alpha=None, rho=None, epsilon=None, delta=None, scale_last_step=True):
-        n = _check_n(n_examples)
+        n = check_n(n_examples)
         if alpha is not None or rho is not None:
             if epsilon is not None or delta is not None:
                 raise ParameterError("give the budget either as (alpha, rho) or as (epsilon, delta), not both")
@@ -827,8 +425,8 @@ class RDPFilter(_SquaredBudgetFilter):
             if epsilon is None or delta is None:
                 raise ParameterError("give the budget as (alpha > 1, rho > 0) or as epsilon (> 0) and delta in (0, 1)")
             e = check_finite_real("epsilon", epsilon, low=0.0)
-            d = _check_delta(delta)
-            cap = _rdp_cap_for(e, d)
+            d = check_delta(delta)
+            cap = rdp_cap_for(e, d)
             self._budget = (math.nan, math.nan, e, d)
         self._init_filter(n, cap, scale_last_step)
 
@@ -848,14 +446,14 @@ class RDPFilter(_SquaredBudgetFilter):
 
     def epsilon(self, delta):
         """Per-example epsilon(delta) via RDP (improved conversion minimised over alpha), shape (N,)."""
-        d = _check_delta(delta)
-        return _unique_apply(self._spent, lambda u: _rdp_eps_sq_unique(u, d))
+        d = check_delta(delta)
+        return unique_apply(self._spent, lambda u: rdp_eps_sq_unique(u, d))
 
     def delta(self, epsilon):
         raise ParameterError("the RDP filter answers epsilon(delta) only")
 
     def budget_epsilon(self, delta):
-        return float(_rdp_eps_sq_unique(np.array([self._cap]), _check_delta(delta))[0])
+        return float(rdp_eps_sq_unique(np.array([self._cap]), check_delta(delta))[0])
 
     def _params(self):
         p = super()._params()
@@ -878,4 +476,5 @@ class RDPFilter(_SquaredBudgetFilter):
         return f"RDPFilter(n_examples={self._n}, budget_sq={self._cap!r}, steps={self._steps}, active={self.n_active})"
 
 
-_KINDS = {c._kind: c for c in (GDPFilter, AdaptiveGDPFilter, GDPOdometer, RDPFilter)}
+for _cls in (GDPFilter, AdaptiveGDPFilter, GDPOdometer, RDPFilter):
+    KINDS[_cls._kind] = _cls

@@ -77,9 +77,10 @@ import scipy.fft as sfft
 from scipy.special import ndtri
 
 from ..accountants import fft as _fft
-from . import filters as _ind
 from ..errors import NumericalLimitError, ParameterError, check_finite_real
 from ..estimate import EstimateArray
+from .conversions import rdp_cap_for, rdp_epsilon_from_mu
+from .state import KINDS, Persistent, check_array, check_delta, check_n
 
 __all__ = ["IndividualPLDAccountant", "effective_sigma"]
 
@@ -109,7 +110,7 @@ def effective_sigma(norms, noise_multiplier, clip):
     """
     z = check_finite_real("noise_multiplier", noise_multiplier, low=0.0)
     c = check_finite_real("clip", clip, low=0.0)
-    g = np.minimum(_ind._check_array("norms", norms, allow_scalar=True, high=None), c)
+    g = np.minimum(check_array("norms", norms, allow_scalar=True, high=None), c)
     with np.errstate(divide="ignore"):
         out = np.where(g > 0, z * c / np.where(g > 0, g, 1.0), np.inf)
     return float(out) if np.ndim(norms) == 0 else out
@@ -542,7 +543,7 @@ def _evaluate(plan, rows, eps_error, delta_error, eps_targets=(), delta_points=(
 
 # ---------------------------------------------------------------------------------------------- the accountant
 
-class IndividualPLDAccountant(_ind._Persistent):
+class IndividualPLDAccountant(Persistent):
     """Per-example PLD accounting for DP-SGD with Poisson sampling (module docstring), optionally a filter.
 
     ``IndividualPLDAccountant(n_examples, sampling_rate, noise_multiplier, clip)``; each ``step(norms)`` takes the
@@ -565,7 +566,7 @@ class IndividualPLDAccountant(_ind._Persistent):
     def __init__(self, n_examples, sampling_rate, noise_multiplier, clip, *, sigma_ratio=1.05, max_sigma_factor=100.0,
                  eps_error=0.01, delta_error=1e-10, max_steps=None, budget_mu=None, epsilon=None, delta=None,
                  fit_delta_min=None, memory_limit=_fft.DEFAULT_MEMORY_LIMIT):
-        n = _ind._check_n(n_examples)
+        n = check_n(n_examples)
         self._q = check_finite_real("sampling_rate", sampling_rate, low=0.0, high=1.0, high_open=False)
         self._z = check_finite_real("noise_multiplier", noise_multiplier, low=0.0)
         self._clip = check_finite_real("clip", clip, low=0.0)
@@ -601,8 +602,8 @@ class IndividualPLDAccountant(_ind._Persistent):
                 if epsilon is None or delta is None:
                     raise ParameterError("an (epsilon, delta) budget needs both epsilon (> 0) and delta in (0, 1)")
                 e = check_finite_real("epsilon", epsilon, low=0.0)
-                d = _ind._check_delta(delta)
-                self._budget = math.sqrt(_ind._rdp_cap_for(e, d))
+                d = check_delta(delta)
+                self._budget = math.sqrt(rdp_cap_for(e, d))
                 self._target = (e, d)
             if max_steps is None:
                 raise ParameterError("the filter needs max_steps (the largest number of steps it will run)")
@@ -654,11 +655,11 @@ class IndividualPLDAccountant(_ind._Persistent):
         """epsilon(delta) of the filter's guarantee: the RDP conversion of B-GDP's RDP alpha B^2 / 2 (Section 5)."""
         if self._budget is None:
             raise ParameterError("this accountant has no budget (pass budget_mu or epsilon and delta)")
-        return float(_ind.rdp_epsilon_from_mu(self._budget, _ind._check_delta(delta)))
+        return float(rdp_epsilon_from_mu(self._budget, check_delta(delta)))
 
     def buckets(self, norms):
         """Bucket of each example for gradient norms ``norms`` (-1 for a norm of 0: no release about it)."""
-        g = np.minimum(_ind._check_array("norms", norms, allow_scalar=True, high=None), self._clip)
+        g = np.minimum(check_array("norms", norms, allow_scalar=True, high=None), self._clip)
         pos = g > 0
         with np.errstate(divide="ignore"):
             # sigma_eff / z, rounded down by a relative 1e-12 (a grid point goes to the bucket below: conservative)
@@ -686,7 +687,7 @@ class IndividualPLDAccountant(_ind._Persistent):
         Returns the mask of examples that take part (all not left out by the filter).  Bad input raises
         ParameterError before any state changes.
         """
-        norms = _ind._check_array("norms", norms, length=self._n, high=None)
+        norms = check_array("norms", norms, length=self._n, high=None)
         b = self.buckets(norms)
         part = (b >= 0) & self._active
         active = self._active.copy()
@@ -794,7 +795,7 @@ class IndividualPLDAccountant(_ind._Persistent):
 
     def epsilon(self, delta):
         """Per-example epsilon(delta) (max over add and remove) -> EstimateArray with certified lower/upper."""
-        d = _ind._check_delta(delta)
+        d = check_delta(delta)
         ee, de = self._eps_error, self._delta_error
         if not de < d:
             raise ParameterError(f"delta must exceed delta_error = {de:g}, got {d!r}")
@@ -878,4 +879,4 @@ class IndividualPLDAccountant(_ind._Persistent):
                 f"{self._z!r}, clip={self._clip!r}, n_buckets={self.n_buckets}, steps={self._steps}{budget})")
 
 
-_ind._KINDS[IndividualPLDAccountant._kind] = IndividualPLDAccountant
+KINDS[IndividualPLDAccountant._kind] = IndividualPLDAccountant

@@ -1,0 +1,239 @@
+"""The saddle-point accountant (Alghamdi et al.; notes.md section 5), from the derived CGFs.
+
+For one direction, L = sum of independent privacy losses, K(t) = sum_i k_i K_i(t) (counts multiply).  With
+
+    psi(t) = K(t) - eps t - log t - log(1 + t),
+
+the saddle point t0 > 0 solves psi'(t0) = 0, i.e. K'(t0) = eps + 1/t0 + 1/(1 + t0) (psi is strictly convex on
+the CGF's domain of finiteness, so t0 is unique when it exists).  The answers:
+
+* ``order=0`` (SP-MSD0):  delta = e^{psi(t0)} / sqrt(2 pi psi''(t0))
+* ``order=1`` (SP-MSD1, Daniels):  delta_0 * [1 + psi''''/(8 psi''^2) - 5 psi'''^2/(24 psi''^3)]
+* ``variant="clt"`` (SP-CLT, eq. 79):  exp(K - t0 eps - g^2/2) [Psi(a) - Psi(b)], s = sqrt(K''), g = (K' - eps)/s,
+  a = t0 s - g, b = a + s, Psi(x) = e^{x^2/2} Q(x)
+
+and the certified bounds of Theorem 5 (Berry-Esseen on the tilted sum, 2 C_BE = 1.12):
+
+    |delta - delta_CLT| <= 1.12 e^{K - t0 eps} t0^t0/(1+t0)^(1+t0) sum_i k_i E|L_i,t0 - K_i'(t0)|^3 / K''(t0)^{3/2}.
+
+Everything is computed in log space, so delta = 1e-100 is as accurate as 1e-5.  epsilon(delta) is solved in the
+saddle point itself: eps(t) = K'(t) - 1/t - 1/(1+t) is increasing in t, delta(eps(t)) decreasing, so one
+bracketed root search in log t needs one CGF evaluation (orders 0..4) per step.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...errors import NumericalLimitError, check_finite_real
+from ...estimate import Estimate, EstimateArray, clamp_into
+from .bounds import POLISH_ERRORS, POLISH_MARGIN, below_at_guess, certified_below, certified_bounds, node_log_upper
+from .formulas import (
+    ZeroDelta,
+    check_options,
+    estimate_key,
+    estimate_log_delta,
+    evaluate,
+    exp_or_inf,
+    modelled_value,
+    reliable,
+    result_details,
+)
+from .model import directions
+from .search import estimate_root, heavy_tops, point_mass_delta, point_mass_epsilon, point_mass_lower, polish_estimate
+
+
+# -- the queries -------------------------------------------------------------------------------------------------
+def delta(items, epsilon, order=1, variant="msd"):
+    """delta(epsilon) by the SPA (max over add and remove); EstimateArray with certified bounds.
+
+    Per epsilon: the saddle points on the model; the estimate and both bounds of the dominant direction from one
+    exact evaluation at its saddle point; the other direction's upper bound from its nearest memoised node
+    (exact there), or exactly at its saddle point where that node's bound would raise the maximum.
+    """
+    check_options(order, variant)
+    eps = np.atleast_1d(np.asarray(epsilon, float))
+    key = estimate_key(order, variant)
+    dirs = directions(items)
+    val, lo, up, ts, rel = [], [], [], [], []
+    for e in eps:
+        e = float(e)
+        found = []
+        for dirn in dirs:
+            try:
+                t = dirn.saddle(e)
+            except ZeroDelta:
+                continue
+            found.append((estimate_log_delta(dirn.at(t, e, want_bounds=False), key), dirn, t))
+        ts.append([next((t for _, d, t in found if d is dirn), math.nan) for dirn in dirs])
+        if not found:
+            val.append(0.0), lo.append(0.0), up.append(0.0), rel.append(True)
+            continue
+        found.sort(key=lambda x: -x[0])
+        _, dom, t = found[0]
+        r = dom.at(t, e, want_bounds=True)
+        for _ in range(8):  # Newton on the exact saddle-point equation where the model's saddle point is off
+            f = r["vec"][1] - 1.0 / t - 1.0 / (1.0 + t) - e
+            if abs(f) <= 1e-11 * (1.0 + abs(e)):
+                break
+            t2 = t - f / r["p2"]
+            if not (0.5 * t < t2 < 2.0 * t) or not dom.finite(t2):
+                break
+            t = t2
+            r = dom.at(t, e, want_bounds=True)
+        log_up = r["log_upper"]
+        for _, dirn, t2 in found[1:]:
+            other = node_log_upper(dirn, t2, e, log_up)
+            if other > log_up:
+                other = min(other, dirn.at(t2, e, want_bounds=True)["log_upper"])
+            log_up = max(log_up, other)
+        val.append(exp_or_inf(estimate_log_delta(r, key)))
+        lo.append(max(exp_or_inf(r["log_lower"]), point_mass_delta(dirs, e)))
+        up.append(min(1.0, exp_or_inf(log_up)))
+        rel.append(reliable(r))
+    val, moved = clamp_into(np.minimum(np.array(val), 1.0), np.array(lo), np.array(up))
+    details = result_details(order, variant, None)
+    details["saddle_points"] = ts
+    details["reliable"] = [bool(r) and not m for r, m in zip(rel, moved)]
+    details["clamped"] = moved.tolist()
+    return EstimateArray(val, np.array(lo), np.array(up), "spa", True, details)
+
+
+def epsilon(items, delta_, order=1, variant="msd"):
+    """epsilon(delta) by the SPA (max over add and remove), with certified lower and upper bounds.
+
+    Where delta is below what the saddle points reach and the largest privacy loss carries a point mass (pure-DP
+    mechanisms at tiny delta), the answer comes from that point mass (``point_mass_epsilon``).
+    """
+    check_options(order, variant)
+    d = check_finite_real("delta", delta_, low=0.0, high=1.0)
+    try:
+        return _epsilon(items, d, order, variant)
+    except NumericalLimitError:
+        got = point_mass_epsilon(directions(items), math.log(d), order, variant)
+        if got is None:
+            raise
+        return got
+
+
+def _epsilon(items, d, order, variant):
+    """epsilon(delta) by the SPA (max over add and remove), with certified lower and upper bounds.
+
+    The estimate: the saddle point where the approximation equals delta, found on the model and polished on exact
+    evaluations (the approximation is always evaluated with exact CGF values).  The bounds (certified):
+    Theorem 5 solved in epsilon from exact evaluations at the model's SP-MSD1 saddle point and at the tilts
+    located on the model for each bound (``certified_bounds``); the lower bound is the larger of the two
+    directions' (each bounds the maximum), the upper bound the larger, the other direction skipped where it is
+    certified below the first's estimate, else checked at memoised nodes before its own bounds are computed.
+    """
+    target = math.log(d)
+    key = estimate_key(order, variant)
+    dirs = directions(items)
+
+    fn = modelled_value(key)
+    # the estimate is the approximation evaluated with exact CGF values: the model's root is polished by the
+    # same search on exact evaluations (one evaluation where the model is accurate; more where the CGF's higher
+    # derivatives outgrow the node spacing).  The first direction first; the other is skipped where one exact
+    # evaluation at the first's tilt certifies that its epsilon is below the first's estimate, else polished too
+    # where its model value is close to the first's
+    est = []
+    roots = {}  # the model's roots, before polishing (for the default estimate, the bounds' anchors)
+    dominated = set()
+    fallback = set()  # directions whose SP-MSD1 root was its singularity: SP-MSD0's root instead
+    margin = math.inf  # until the first direction's polish has measured the model's error
+    for i, dirn in enumerate(dirs):
+        guess = None
+        if i > 0:
+            # its epsilon is at most its largest loss, or certified at most the first's estimate (at the first's
+            # tilt, else at its own saddle point under a Gaussian model, whose node starts its search otherwise)
+            done = dirn.sup() <= est[0][0]
+            if not done and est[0][2] is not None:
+                done = certified_below(dirn, dirs[0], math.exp(est[0][2]), est[0][0], target)
+                if not done:
+                    done, guess = below_at_guess(dirn, est[0][0], target)
+            if done:
+                dominated.add(id(dirn))
+                continue
+        u, f_dir, fell = estimate_root(dirn, target, fn, guess=guess)
+        roots[id(dirn)] = u
+        if fell:
+            fallback.add(id(dirn))
+        row = [0.0 if u is None else max(dirn.eps_of(math.exp(u)), 0.0), dirn, u]
+        est.append(row)
+        if u is None or (i > 0 and row[0] < est[0][0] - margin):
+            continue
+        model = row[0]
+        u, e = polish_estimate(dirn, target, f_dir, u)
+        row[2] = u
+        row[0] = 0.0 if u is None else max(e, 0.0)
+        if i == 0:
+            # the other direction is polished only where its model value could still be the larger one: within
+            # a generous multiple of the model error just observed on the first, and never less than POLISH_MARGIN
+            margin = max(POLISH_ERRORS * abs(row[0] - model), POLISH_MARGIN * (1.0 + row[0]))
+    est.sort(key=lambda x: -x[0])
+    val, dom, u_dom = est[0]
+    # the bounds: at each direction's anchor, the model's SP-MSD1 saddle point (the default estimate's model root,
+    # so that the bounds do not depend on the estimate's order or variant); the leader first, the other where
+    # its bound at its nearest memoised node does not already keep it below the leader's upper bound
+    msd1, msd1_roots = modelled_value("log_msd1"), (dict(roots) if key == "log_msd1" else {})
+
+    def anchor(dirn):
+        if id(dirn) not in msd1_roots:
+            msd1_roots[id(dirn)] = estimate_root(dirn, target, msd1)[0]
+        return msd1_roots[id(dirn)]
+
+    lo, up, where = certified_bounds(dom, target, anchor(dom))
+    for dirn in dirs:
+        if dirn is dom:
+            continue
+        u = next((r[2] for r in est if r[1] is dirn), None)
+        # certified below the leader's estimate (where that is <= up) or its largest loss below up already, else
+        # first at the node nearest its estimate's tilt (memoised by the search), then at its saddle point of up
+        need_up = (dirn.sup() > up and not (id(dirn) in dominated and val <= up)
+                   and (u is None or node_log_upper(dirn, math.exp(u), up, target) > target))
+        if need_up:
+            try:
+                t_up = dirn.saddle(up, None if u is None else math.exp(u))
+                need_up = node_log_upper(dirn, t_up, up, target) > target
+            except ZeroDelta:
+                need_up = False
+            except NumericalLimitError:
+                pass
+        if need_up or lo == 0.0 or val - lo > LOWER_WEAK * (up - val):
+            # either direction's lower bound holds for the max: the other's is computed too where the leader has
+            # none or a weak one (Berry-Esseen is loose where the leader's tilted loss is skewed; the other's may
+            # be the tighter)
+            try:
+                lo2, up2, _ = certified_bounds(dirn, target, anchor(dirn))
+            except NumericalLimitError:
+                if need_up and not math.isfinite(dirn.sup()):
+                    raise
+                lo2, up2 = 0.0, dirn.sup()  # its epsilon is at most its largest loss
+            if need_up:
+                up = max(up, up2)
+            lo = max(lo, lo2)
+    res = None if u_dom is None else dom.at(math.exp(u_dom), want_bounds=True)
+    rel = None
+    if where is not None:  # Theorem 5's error over SP-CLT, at the upper bound's tilt and epsilon
+        t, vec, A, e = where
+        b = evaluate(t, vec, e, A)
+        rel = exp_or_inf(b["log_err"] - b["log_clt"]) if b["log_clt"] > -math.inf else math.inf
+    details = result_details(order, variant, res, rel)
+    # two more certified facts: delta(largest loss) = 0, and a point mass at the largest loss keeps delta above
+    # the target up to s + log(1 - delta/P) (pure-DP mechanisms at small delta; ``point_mass_epsilon``)
+    up = min(up, max(dirn.sup() for dirn in dirs))
+    for top in heavy_tops(dirs, target).values():
+        lo = max(lo, point_mass_lower(top, target))
+    val, moved = clamp_into(val, lo, up)
+    if moved or (u_dom is None and up > 0):
+        # outside its own certified interval, or 0 only because the approximation never reaches delta
+        details.update(reliable=False, clamped=moved)
+    if id(dom) in fallback:
+        details.update(reliable=False, msd1_singular=True)
+    return Estimate(val, lo, up, "spa", True, details)
+
+
+#: the other direction's bounds are computed as well where the leader's lower bound is further below its estimate
+#: than this many times its upper bound is above it
+LOWER_WEAK = 3.0

@@ -1,0 +1,173 @@
+"""The saddle-point approximations and Theorem 5's certified bounds at one tilt, in log space (notes.md 3.3):
+SP-MSD0, SP-MSD1, SP-CLT and the Berry-Esseen error term from a direction's CGF values; the regime flag and
+the details an estimate reports.
+"""
+from __future__ import annotations
+
+import math
+
+from ...engine import numerics as _nm
+from ...errors import ParameterError
+
+C_BE2 = 1.12  # 2 * C_BE, Shevtsova's constant for non-identical summands (the authors' code)
+
+
+LOG_2PI = math.log(2.0 * math.pi)
+
+
+T_MIN, T_MAX = 1e-9, 1e7
+
+
+#: relative allowance for the quadrature behind the CGF values (about 1e-13) in the certified bounds
+QUAD_SLACK = 1e-9
+
+
+VARIANTS = ("msd", "clt")
+
+
+#: log(e^{x^2/2} Q(x)), the log scaled Mills ratio (compiled; scalar calls from Python cost ~0.2 us)
+_log_psi = _nm.log_mills
+
+
+def exp_or_inf(x):
+    """e^x, inf where that overflows (math.exp raises)."""
+    return math.exp(x) if x < 709.0 else math.inf
+
+
+def psi2(t, K2):
+    """psi''(t) = K''(t) + 1/t^2 + 1/(1+t)^2, the slope of eps_of(t) = K'(t) - 1/t - 1/(1+t)."""
+    return K2 + 1.0 / t ** 2 + 1.0 / (1.0 + t) ** 2
+
+
+def evaluate(t, vec, eps, A=None):
+    """The SPA's approximations of log delta(eps) at tilt t from [K..K''''] (and the certified bounds from A, an
+    upper bound on the tilted absolute third moments, when given: Theorem 5 holds at every tilt)."""
+    K, K1, K2, K3, K4 = vec
+    p2 = psi2(t, K2)
+    p3 = K3 - 2.0 / t ** 3 - 2.0 / (1.0 + t) ** 3
+    p4 = K4 + 6.0 / t ** 4 + 6.0 / (1.0 + t) ** 4
+    log_msd0 = K - eps * t - math.log(t) - math.log1p(t) - 0.5 * (LOG_2PI + math.log(p2))
+    corr = 1.0 + p4 / (8.0 * p2 * p2) - 5.0 * (p3 * p3) / (24.0 * p2 * p2 * p2)  # (inf, not an error, on overflow)
+    log_msd1 = log_msd0 + math.log(corr) if corr > 0 else math.nan
+    out = _Result(t=t, eps=eps, p2=p2, p3=p3, log_msd0=log_msd0, log_msd1=log_msd1, corr=corr)
+    out.clt_args = (K, K1, K2)
+    if A is not None:
+        out.update(_log_bounds(t, K, K2, A, eps, out["log_clt"]))
+    return out
+
+
+class _Result(dict):
+    """``evaluate``'s answers; SP-CLT ("log_clt", two erfc evaluations) is computed when first looked up (the
+    model searches of MSD0 and MSD1 do not need it)."""
+    __slots__ = ("clt_args",)
+
+    def __missing__(self, key):
+        if key != "log_clt":
+            raise KeyError(key)
+        v = self["log_clt"] = _log_clt(self["t"], *self.clt_args, self["eps"])
+        return v
+
+
+def _log_clt(t, K, K1, K2, eps):
+    """log of SP-CLT (eq. 79) at tilt t."""
+    return _clt_terms(t, K, K1, math.sqrt(K2), eps)[0]
+
+
+#: (log SP-CLT, g, a, b, log Psi(b) - log Psi(a)) at tilt t, s = sqrt(K''): the value and what its slope in epsilon
+#: needs; the point-mass limit where K'' is 0 (``_numerics.clt_terms``, also the bounds' own)
+_clt_terms = _nm.clt_terms
+
+
+LOG_SLACK = math.log1p(QUAD_SLACK)
+
+
+def log_err0(t, K, K2, A):
+    """log of Theorem 5's error term at tilt t for epsilon = 0, with the quadrature allowance (the term is
+    e^(-t eps) times it)."""
+    if not K2 > 0.0:
+        return math.inf  # a (numerically) degenerate tilted law: Berry-Esseen says nothing here
+    if not A > 0:
+        return -math.inf
+    return math.log(C_BE2) + K + log_max_theta(t) + math.log(A) - 1.5 * math.log(K2) + LOG_SLACK
+
+
+def log_max_theta(t):
+    """log max_y e^(-t y) (1 - e^(-y)) = log t^t / (1+t)^(1+t) (Theorem 5's and Chernoff's factor)."""
+    return t * math.log(t) - (1.0 + t) * math.log1p(t)
+
+
+def _log_upper(log_clt, log_err):
+    """log(SP-CLT + error), with the quadrature allowance."""
+    a = log_clt + LOG_SLACK
+    hi = max(a, log_err)
+    return hi if hi == -math.inf else hi + math.log1p(math.exp(min(a, log_err) - hi))
+
+
+def _log_lower(log_clt, log_err):
+    """log(SP-CLT - error), with the quadrature allowance (-inf where the error is the larger)."""
+    return log_clt + _nm.log1mexp(min(log_err - log_clt, 0.0)) - QUAD_SLACK if log_err < log_clt else -math.inf
+
+
+def _log_bounds(t, K, K2, A, eps, log_clt):
+    """Theorem 5 at tilt t: the log of its error term, and of SP-CLT -/+ it (with the quadrature allowance)."""
+    log_err = log_err0(t, K, K2, A) - t * eps
+    return {"log_err": log_err, "log_upper": _log_upper(log_clt, log_err), "log_lower": _log_lower(log_clt, log_err)}
+
+
+def estimate_key(order, variant):
+    if variant == "clt":
+        return "log_clt"
+    return "log_msd1" if order == 1 else "log_msd0"
+
+
+def check_options(order, variant):
+    if variant not in VARIANTS:
+        raise ParameterError(f"variant must be one of {VARIANTS} for method='spa', got {variant!r}")
+    if order not in (0, 1):
+        raise ParameterError(f"order must be 0 or 1 for method='spa', got {order!r}")
+
+
+def modelled_value(key):
+    """fn(r) for _solve_t: the estimate's log-delta at r."""
+    def fn(r):
+        return estimate_log_delta(r, key)
+    fn.key = key
+    return fn
+
+
+def estimate_log_delta(res, key):
+    """The estimate's log-delta; MSD1 falls back to MSD0 where its correction factor is not positive."""
+    v = res[key]
+    if math.isnan(v):
+        v = res["log_msd0"]
+    return v
+
+
+class ZeroDelta(Exception):
+    """epsilon is at or above the largest value of the composed loss: delta is exactly 0 there."""
+
+
+RELIABLE_CORRECTION = 0.05
+
+
+def reliable(res):
+    """The size of the next-order (Daniels) term decides whether the expansion is in its regime."""
+    return bool(abs(res["corr"] - 1.0) <= RELIABLE_CORRECTION)
+
+
+def result_details(order, variant, res, rel=None):
+    """What the estimate rests on, and whether the regime suits it.
+
+    ``reliable`` is true when the MSD1 correction factor is within 5% of 1, i.e. the expansion's next term
+    is small.  Where it is not (e.g. DP-SGD with about one expected sampled step per individual, so the
+    tilted sum is far from Gaussian) the estimate may be far off; the certified bounds hold regardless.
+    ``relative_error_bound`` (epsilon queries) is Theorem 5's Berry-Esseen error over the SP-CLT value at the
+    upper bound's tilt (conservative).
+    """
+    out = {"order": order, "variant": variant, "C_BE": C_BE2 / 2,
+           "note": "bounds: Theorem 5 of Alghamdi et al. (Berry-Esseen on the tilted sum)"}
+    if res is not None:
+        out.update({"saddle_point": res["t"], "reliable": reliable(res), "msd1_correction": res["corr"]})
+    if rel is not None:
+        out["relative_error_bound"] = rel
+    return out

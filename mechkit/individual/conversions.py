@@ -1,0 +1,201 @@
+"""Per-example mu-GDP arithmetic: mu from gradient norms, composition of mu, and the conversions between mu
+and (epsilon, delta), exact (GDP) or through Renyi DP, vectorised over examples.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import log_ndtr, ndtri
+
+from ..accountants import gdp as _gdp
+from ..accountants import rdp as _rdp
+from ..errors import ParameterError, check_finite_real
+from .state import check_array, check_delta
+
+
+def mu_from_norms(norms, clip, sigma):
+    """Per-example GDP parameters of one DP-GD step: ``min(norm, clip) / sigma`` (vectorised).
+
+    ``norms``: the per-example gradient norms before clipping (>= 0); ``clip``: the clipping bound C; ``sigma``: the
+    standard deviation of the Gaussian noise added to the *sum* of clipped gradients (with a noise multiplier z,
+    ``sigma = z * clip``).  Removing example i changes the sum by its clipped gradient, so the step is
+    ``||g_i||/sigma``-GDP for it (notes.md 4.4, C.2).
+    """
+    c = check_finite_real("clip", clip, low=0.0)
+    s = check_finite_real("sigma", sigma, low=0.0)
+    arr = check_array("norms", norms, allow_scalar=True, high=None)
+    out = np.minimum(arr, c) / s
+    return float(out) if np.ndim(norms) == 0 else out
+
+
+def composed_mu(mus, axis=None):
+    """sqrt(sum mu_j^2): the GDP parameter of composed Gaussian steps (Theorem 2 when bounded a priori)."""
+    arr = check_array("mus", mus, allow_scalar=True)
+    return np.sqrt(np.sum(arr * arr, axis=axis))
+
+
+def _log_delta_vec(mu, eps):
+    """log delta_mu(eps) elementwise (mu > 0, eps >= 0): mechkit.gdp's cancellation-free form."""
+    return _gdp.log_delta_array(mu, eps)
+
+
+def gdp_eps_unique(mu, delta):
+    """Smallest eps >= 0 with delta_mu(eps) <= delta, for an array of mu >= 0 (safeguarded Newton)."""
+    out = np.zeros(mu.shape)
+    logd = math.log(delta)
+    idx = np.flatnonzero(mu > 0)
+    if idx.size == 0:
+        return out
+    idx = idx[_log_delta_vec(mu[idx], 0.0) > logd]
+    if idx.size == 0:
+        return out
+    m = mu[idx]
+    z = max(-float(ndtri(delta)), 0.0)
+    # delta_mu(e) <= Phi(-e/mu + mu/2) <= delta at e = mu^2/2 + mu z: a bracket [lo, hi] with f(lo) > 0 >= f(hi)
+    lo = np.zeros_like(m)
+    hi = m * m / 2 + m * z
+    hi = hi * (1 + 1e-12) + 1e-300
+    x = hi.copy()
+    todo = np.arange(m.size)
+    for _ in range(200):
+        mm, xx = m[todo], x[todo]
+        ld = _log_delta_vec(mm, xx)
+        f = ld - logd
+        pos = f > 0
+        lo[todo] = np.where(pos, xx, lo[todo])
+        hi[todo] = np.where(pos, hi[todo], xx)
+        with np.errstate(all="ignore"):
+            slope = -np.exp(xx + log_ndtr(-xx / mm - mm / 2) - ld)  # d log delta / d eps
+            xn = xx - f / slope
+        l, h = lo[todo], hi[todo]
+        ok = np.isfinite(xn) & (xn > l) & (xn < h)
+        tight = h - l <= 4e-16 * h
+        done = (f == 0) | tight | (ok & (np.abs(xn - xx) <= 4e-16 * xn))
+        # f == 0: the root itself; a collapsed bracket: its upper end (delta(hi) <= delta); else Newton, or bisection
+        x[todo] = np.where(f == 0, xx, np.where(tight, h, np.where(ok, xn, 0.5 * (l + h))))
+        todo = todo[~done]
+        if todo.size == 0:
+            break
+    out[idx] = x
+    return out
+
+
+def unique_apply(values, fn):
+    """fn (increasing) on the distinct values only; the results are made exactly non-decreasing in the values.
+
+    The root finders are accurate to a few ulps, so two close values could come out in the wrong order; the running
+    maximum over the sorted distinct values removes that (it only ever raises an epsilon, by rounding noise).
+    """
+    flat = values.ravel()
+    u, inv = np.unique(flat, return_inverse=True)
+    return np.maximum.accumulate(fn(u))[inv].reshape(values.shape)
+
+
+def epsilon_from_mu(mu, delta):
+    """epsilon(delta) of mu-GDP with the exact curve, vectorised over ``mu`` (an array of GDP parameters)."""
+    d = check_delta(delta)
+    arr = check_array("mu", mu, allow_scalar=True)
+    out = unique_apply(arr, lambda u: gdp_eps_unique(u, d))
+    return float(out) if np.ndim(mu) == 0 else out
+
+
+def delta_from_mu(mu, epsilon):
+    """delta(epsilon) of mu-GDP with the exact curve, vectorised over ``mu``."""
+    e = check_finite_real("epsilon", epsilon, low=0.0, low_open=False)
+    arr = check_array("mu", mu, allow_scalar=True)
+    out = np.zeros(arr.shape)
+    pos = arr > 0
+    out[pos] = np.exp(_log_delta_vec(arr[pos], e))
+    return float(out) if np.ndim(mu) == 0 else out
+
+
+def mu_from_epsilon(epsilon, delta):
+    """The largest B with delta_B(epsilon) <= delta on the exact mu-GDP curve (budget conversion)."""
+    e = check_finite_real("epsilon", epsilon, low=0.0)
+    d = check_delta(delta)
+    logd = math.log(d)
+    f = lambda m: float(_gdp.log_delta(m, e)[0]) - logd  # increasing in m
+    hi = 1.0
+    while f(hi) <= 0:
+        hi *= 2.0
+        if hi > 1e6:
+            raise ParameterError(f"epsilon = {e!r} with delta = {d!r} puts no bound on mu")
+    lo = min(hi / 2, 1.0)
+    while f(lo) > 0:
+        lo /= 2.0
+    g = lambda m: f(m) if math.isfinite(f(m)) else -1e300
+    b = brentq(g, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
+    while f(b) > 0:  # make the budget conservative: delta_B(epsilon) <= delta
+        b = float(np.nextafter(b, 0.0))
+    return float(b)
+
+
+def _rdp_const(alpha, logd):
+    return np.log1p(-1.0 / alpha) - (logd + np.log(alpha)) / (alpha - 1.0)
+
+
+def rdp_eps_sq_unique(s, delta, chunk=1 << 15):
+    """min over alpha of alpha s/2 + log((alpha-1)/alpha) - (log delta + log alpha)/(alpha-1), for s = sum mu^2.
+
+    Grid ``mechkit.rdp.DEFAULT_ALPHAS``, then a golden-section refinement in log alpha between the neighbours of the
+    best grid order (what :func:`mechkit.rdp.epsilon` does per composition).  Any alpha gives an upper bound.
+    """
+    logd = math.log(delta)
+    grid = np.asarray(_rdp.DEFAULT_ALPHAS, dtype=float)
+    cg = _rdp_const(grid, logd)
+    lg = np.log(grid)
+    out = np.zeros(s.shape)
+    idx = np.flatnonzero(s > 0)
+    inv_phi = (math.sqrt(5.0) - 1.0) / 2.0
+    for start in range(0, idx.size, chunk):
+        sel = idx[start:start + chunk]
+        ss = s[sel]
+        vals = 0.5 * ss[:, None] * grid[None, :] + cg[None, :]
+        i = np.argmin(vals, axis=1)
+        best = vals[np.arange(sel.size), i]
+        a = lg[np.maximum(i - 1, 0)]
+        b = lg[np.minimum(i + 1, grid.size - 1)]
+        f = lambda la: 0.5 * ss * np.exp(la) + _rdp_const(np.exp(la), logd)
+        c = b - inv_phi * (b - a)
+        d = a + inv_phi * (b - a)
+        fc, fd = f(c), f(d)
+        for _ in range(64):  # golden section: one new evaluation per iteration
+            left = fc < fd  # the minimum lies in [a, d]
+            a = np.where(left, a, c)
+            b = np.where(left, d, b)
+            x = np.where(left, b - inv_phi * (b - a), a + inv_phi * (b - a))
+            fx = f(x)
+            c, d, fc, fd = (np.where(left, x, d), np.where(left, c, x),
+                            np.where(left, fx, fd), np.where(left, fc, fx))
+        best = np.minimum(best, np.minimum(fc, fd))
+        out[sel] = np.maximum(best, 0.0)
+    return out
+
+
+def rdp_epsilon_from_mu(mu, delta):
+    """epsilon(delta) from the RDP curve alpha mu^2/2 of mu-GDP Gaussian steps, improved conversion, vectorised."""
+    d = check_delta(delta)
+    arr = check_array("mu", mu, allow_scalar=True)
+    out = unique_apply(arr * arr, lambda u: rdp_eps_sq_unique(u, d))
+    return float(out) if np.ndim(mu) == 0 else out
+
+
+def rdp_cap_for(epsilon, delta):
+    """The largest s = sum mu^2 whose RDP-converted epsilon(delta) is <= epsilon."""
+    f = lambda s: float(rdp_eps_sq_unique(np.array([s]), delta)[0]) - epsilon  # increasing in s
+    hi = 1.0
+    while f(hi) <= 0:
+        hi *= 2.0
+        if hi > 1e12:
+            raise ParameterError(f"epsilon = {epsilon!r} with delta = {delta!r} puts no bound on the RDP budget")
+    lo = hi / 2
+    while f(lo) > 0:
+        lo /= 2.0
+        if lo < 1e-300:
+            raise ParameterError(f"epsilon = {epsilon!r} is too small for delta = {delta!r} under RDP")
+    s = brentq(f, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
+    while f(s) > 0:
+        s *= 1 - 1e-13
+    return float(s)
