@@ -167,12 +167,12 @@ def plancherel_vs_ifft(acc, n_rows):
     import scipy.fft as sfft
 
     from mechkit.accountants import fft as mfft
-    from mechkit import individual_pld as ipld
+    from mechkit.individual import buckets
 
     rows = np.unique(acc.counts, axis=0)[:n_rows].astype(np.int64)
     plan = acc._plan_for(int(rows.sum(axis=1).max()))
     t0 = time.perf_counter()
-    res = ipld._evaluate(plan, rows, acc._eps_error, acc._delta_error, eps_targets=(("val", DELTA, 0.0),))
+    res = buckets.evaluate(plan, rows, acc._eps_error, acc._delta_error, eps_targets=(("val", DELTA, 0.0),))
     ours = np.maximum(res["remove"]["val"], res["add"]["val"])
     t_ours = (time.perf_counter() - t0) / rows.shape[0]
     t0 = time.perf_counter()

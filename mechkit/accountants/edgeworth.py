@@ -37,9 +37,10 @@ import numpy as np
 from scipy import optimize
 from scipy.special import erfcx, ndtr
 
-from . import spa
 from ..errors import NumericalLimitError, ParameterError, check_finite_real
 from ..estimate import Estimate, EstimateArray, clamp_into
+from ..relations import DIRECTIONS
+from . import spa
 
 ORDERS = (0, 1, 2, 3)
 VARIANTS = ("plain", "tilted")
@@ -329,7 +330,7 @@ def _sequences(items):
     if hit is not None and all(a is m for a, (m, _) in zip(hit[0], items)):
         _SEQUENCES.move_to_end(key)
         return hit[1]
-    seqs = [_Sequence(items, d) for d in ("remove", "add")]
+    seqs = [_Sequence(items, d) for d in DIRECTIONS]
     _SEQUENCES[key] = ([m for m, _ in items], seqs)
     while len(_SEQUENCES) > _CACHE_SIZE:
         _SEQUENCES.popitem(last=False)

@@ -27,10 +27,11 @@ import numpy as np
 import scipy.fft as sfft
 from scipy import integrate
 
-from ..engine import numerics as _nm
-from . import rdp
 from ..errors import NumericalLimitError, ParameterError, check_finite_real
 from ..estimate import Estimate, EstimateArray
+from ..relations import DIRECTIONS
+from . import fft_sums as _fs
+from . import rdp
 
 MACHINE_EPS = np.finfo(float).eps
 DEFAULT_EPS_ERROR = 0.01
@@ -65,7 +66,7 @@ def plan(items, eps_error, delta_error, memory_limit=DEFAULT_MEMORY_LIMIT):
     # exactly, outside the grid (notes.md 1.1).
     per = 0.0
     comp = 0.0
-    for d in ("remove", "add"):
+    for d in DIRECTIONS:
         for m, _ in items:
             per = max(per, rdp.epsilon([(m, 1)], min(delta_error / (8 * k), 0.5), d, alphas=rdp.COARSE_ALPHAS,
                                        refine=False, finite=True)[0])
@@ -177,7 +178,7 @@ class DiscreteCurve:
         p = np.ascontiguousarray(pmf, dtype=float)
         self.size = p.size
         self._Dm = None
-        self.d1, self.ld2 = _nm.suffix_sums(p, self.y)
+        self.d1, self.ld2 = _fs.suffix_sums(p, self.y)
         self.sum_error = (4.0 * MACHINE_EPS + 2.0 * p.size * MACHINE_EPS ** 2) * float(np.sum(np.abs(p))) \
             + 4.0 * MACHINE_EPS
 
@@ -327,7 +328,7 @@ def _power(f, count):
 
 def _curves(items, eps_error, delta_error, memory_limit):
     grid = plan(items, eps_error, delta_error, memory_limit)
-    curves = {d: compose_direction(items, d, grid, delta_error) for d in ("remove", "add")}
+    curves = {d: compose_direction(items, d, grid, delta_error) for d in DIRECTIONS}
     # rounding of the FFT, the powers and the suffix sums, plus the finite mass dropped from the tails
     slack = max(c.fp + c.dropped for c in curves.values())
     grid.fp = max(c.fp for c in curves.values())
@@ -454,7 +455,7 @@ def fa_tail_estimate(items, L):
     """The FA paper's neglected-tail estimate (7.3) in its generic Chernoff form, lambda = L/2:
     P(S > L) <= exp(sum_i k_i K_i(L/2) - L^2/2), with the derived CGFs K_i, max over directions."""
     out = 0.0
-    for d in ("remove", "add"):
+    for d in DIRECTIONS:
         tot = sum(c * m.plrv(d).cgf(L / 2.0) for m, c in items)
         out = max(out, math.exp(min(tot - L * L / 2.0, 0.0)))
     return out
@@ -467,8 +468,8 @@ def _fa_details(L, n, err, tail):
 
 def fa_delta(items, eps, eps_error, delta_error, memory_limit, L, n):
     L, n = _fa_grid(items, eps_error, delta_error, memory_limit, L, n)
-    val = np.max([fa_compose_direction(items, d, L, n).delta(eps) for d in ("remove", "add")], axis=0)
-    fine = np.max([fa_compose_direction(items, d, L, 2 * n).delta(eps) for d in ("remove", "add")], axis=0)
+    val = np.max([fa_compose_direction(items, d, L, n).delta(eps) for d in DIRECTIONS], axis=0)
+    fine = np.max([fa_compose_direction(items, d, L, 2 * n).delta(eps) for d in DIRECTIONS], axis=0)
     err = 2.0 * np.abs(val - fine)  # err(L, n) of (7.4)
     tail = fa_tail_estimate(items, L)
     val = np.clip(val, 0.0, 1.0)
@@ -478,8 +479,8 @@ def fa_delta(items, eps, eps_error, delta_error, memory_limit, L, n):
 
 def fa_epsilon(items, d, eps_error, delta_error, memory_limit, L, n):
     L, n = _fa_grid(items, eps_error, delta_error, memory_limit, L, n)
-    val = max(fa_compose_direction(items, dr, L, n).epsilon(d) for dr in ("remove", "add"))
-    fine = max(fa_compose_direction(items, dr, L, 2 * n).epsilon(d) for dr in ("remove", "add"))
+    val = max(fa_compose_direction(items, dr, L, n).epsilon(d) for dr in DIRECTIONS)
+    fine = max(fa_compose_direction(items, dr, L, 2 * n).epsilon(d) for dr in DIRECTIONS)
     if not (math.isfinite(val) and math.isfinite(fine)):
         raise NumericalLimitError(f"variant='fa' found no finite epsilon at delta = {d:g} on [-{L:g}, {L:g}); "
                                   "increase L or use the default certified variant")

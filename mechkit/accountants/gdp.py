@@ -16,9 +16,6 @@ from scipy.special import log_ndtr
 from ..engine.logspace import log1mexp
 from ..errors import ParameterError, check_finite_real
 
-
-
-
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(16)
 SMALL_MU = 0.5
 

@@ -16,6 +16,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from ..errors import ParameterError, check_finite_real
+from ..relations import directions
 
 DEFAULT_ALPHAS = np.concatenate((1 + np.logspace(-3, 0, 12)[:-1], np.linspace(2, 20, 37), np.geomspace(21, 4096, 40)))
 #: enough to size an FFT domain: any alpha gives a valid upper bound, the optimum is not needed
@@ -50,7 +51,7 @@ def epsilon(items, delta, direction="both", alphas=None, refine=True, finite=Fal
     if not items:
         raise ParameterError("the composition has no mechanisms")
     logd = math.log(d)
-    dirs = ("remove", "add") if direction == "both" else (direction,)
+    dirs = directions(direction)
     best = (math.inf, math.nan)
     for dr in dirs:
         f = lambda a: _eps_of(_composed_rdp(items, a, dr, finite), a, logd)

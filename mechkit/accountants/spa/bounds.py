@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from ...engine import numerics as _nm
 from ...errors import NumericalLimitError
+from . import compiled as _sb
 from .formulas import LOG_SLACK, QUAD_SLACK, T_MAX, T_MIN, evaluate, log_err0, log_max_theta
 from .model import H_NODE, plrv_abs3
 from .search import solve_root, zero_tilt
@@ -81,7 +81,7 @@ def _cross_bound(t, vec, A, which, target, e0, scale, floor=-math.inf):
     half its tolerance past the last point, Illinois regula falsi after 200 steps).  a is None when f stays below
     the target down to ``floor``."""
     K, K1, K2 = vec[0], vec[1], vec[2]
-    a, b, status = _nm.bound_cross(t, K, K1, math.sqrt(K2), log_err0(t, K, K2, A), which == "log_upper", target,
+    a, b, status = _sb.bound_cross(t, K, K1, math.sqrt(K2), log_err0(t, K, K2, A), which == "log_upper", target,
                                    e0, scale, floor, LOG_SLACK, QUAD_SLACK)
     if status == 2:
         raise NumericalLimitError("the saddle-point bound has no crossing near the saddle point (report this as a bug)")
@@ -96,7 +96,7 @@ def _bound_at(t, vec, A, which):
     s, err0, upper = math.sqrt(K2), log_err0(t, K, K2, A), which == "log_upper"
 
     def f(e, slope=False):
-        v, d = _nm.bound_value(t, K, K1, s, err0, upper, e, LOG_SLACK, QUAD_SLACK)
+        v, d = _sb.bound_value(t, K, K1, s, err0, upper, e, LOG_SLACK, QUAD_SLACK)
         return (v, d) if slope else v
     return f
 
@@ -119,7 +119,7 @@ def _modelled(dirn, which, anchor=None):
             A = anchor[2] * ratio * math.sqrt(ratio)
         t = r["t"]
         # _log_bounds(t, K, K2, A, eps, log_clt)[which] in one compiled call (the same arithmetic)
-        return _nm.bound_value(t, K, r["vec"][1], math.sqrt(K2) if K2 > 0.0 else 0.0, log_err0(t, K, K2, A), upper,
+        return _sb.bound_value(t, K, r["vec"][1], math.sqrt(K2) if K2 > 0.0 else 0.0, log_err0(t, K, K2, A), upper,
                                r["eps"], LOG_SLACK, QUAD_SLACK)[0]
     upper = which == "log_upper"
     return fn

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import math
 
-from ...engine import numerics as _nm
+from ...engine import scalars as _sc
 from ...errors import ParameterError
+from . import compiled as _sb
 
 C_BE2 = 1.12  # 2 * C_BE, Shevtsova's constant for non-identical summands (the authors' code)
 
@@ -26,7 +27,7 @@ VARIANTS = ("msd", "clt")
 
 
 #: log(e^{x^2/2} Q(x)), the log scaled Mills ratio (compiled; scalar calls from Python cost ~0.2 us)
-_log_psi = _nm.log_mills
+_log_psi = _sb.log_mills
 
 
 def exp_or_inf(x):
@@ -75,7 +76,7 @@ def _log_clt(t, K, K1, K2, eps):
 
 #: (log SP-CLT, g, a, b, log Psi(b) - log Psi(a)) at tilt t, s = sqrt(K''): the value and what its slope in epsilon
 #: needs; the point-mass limit where K'' is 0 (``_numerics.clt_terms``, also the bounds' own)
-_clt_terms = _nm.clt_terms
+_clt_terms = _sb.clt_terms
 
 
 LOG_SLACK = math.log1p(QUAD_SLACK)
@@ -105,7 +106,7 @@ def _log_upper(log_clt, log_err):
 
 def _log_lower(log_clt, log_err):
     """log(SP-CLT - error), with the quadrature allowance (-inf where the error is the larger)."""
-    return log_clt + _nm.log1mexp(min(log_err - log_clt, 0.0)) - QUAD_SLACK if log_err < log_clt else -math.inf
+    return log_clt + _sc.log1mexp(min(log_err - log_clt, 0.0)) - QUAD_SLACK if log_err < log_clt else -math.inf
 
 
 def _log_bounds(t, K, K2, A, eps, log_clt):

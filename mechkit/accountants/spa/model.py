@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ...errors import NumericalLimitError
+from ...relations import DIRECTIONS
 from .formulas import LOG_2PI, T_MAX, T_MIN, ZeroDelta, evaluate, psi2
 
 H_NODE = math.log(2.0) / 32  # spacing in log t of the tilts where the search model is anchored
@@ -96,7 +97,7 @@ def directions(items):
     key = tuple((m, c) for m, c in items)
     got = _DIRECTIONS.get(key)
     if got is None:
-        got = [_Direction(items, d) for d in ("remove", "add")]
+        got = [_Direction(items, d) for d in DIRECTIONS]
         if len(_DIRECTIONS) >= DIRECTION_CACHE:
             _DIRECTIONS.pop(next(iter(_DIRECTIONS)))
         _DIRECTIONS[key] = got

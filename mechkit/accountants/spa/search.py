@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from ...engine import numerics as _nm
+from ...engine import scalars as _sc
 from ...errors import NumericalLimitError
 from ...estimate import Estimate
 from .formulas import LOG_SLACK, T_MAX, T_MIN, ZeroDelta, exp_or_inf, modelled_value, result_details
@@ -249,7 +249,7 @@ def point_mass_delta(dirs, eps):
     for dirn in dirs:
         top = dirn.top_atom()
         if top is not None and eps < top[0]:
-            out = max(out, exp_or_inf(top[1] + _nm.log1mexp(eps - top[0]) - LOG_SLACK) * (1.0 - 1e-12))
+            out = max(out, exp_or_inf(top[1] + _sc.log1mexp(eps - top[0]) - LOG_SLACK) * (1.0 - 1e-12))
     return out
 
 
@@ -257,7 +257,7 @@ def point_mass_lower(top, target):
     """s + log(1 - delta/P) for top = (s, log P), with the quadrature allowance on P and a few units of rounding
     (where eps is above the second largest loss the bound is the exact answer, so rounding decides the side)."""
     s_max, logp = top
-    return s_max + _nm.log1mexp(target - logp + LOG_SLACK) - 1e-13 * (1.0 + abs(s_max))
+    return s_max + _sc.log1mexp(target - logp + LOG_SLACK) - 1e-13 * (1.0 + abs(s_max))
 
 
 def point_mass_epsilon(dirs, target, order, variant):

@@ -1,0 +1,103 @@
+"""How compiled kernels are typed, referenced and mapped: the first-class function type of a kernel
+``f(x, theta) -> float``, kernel references by address, and vectorised evaluation (``vmap``, ``cmap``).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.core import cgutils
+from numba.experimental.function_type import _get_wrapper_address
+from numba.extending import intrinsic
+
+# Kernels are passed as first-class functions of this type.  Engine functions carry explicit signatures so
+# their cache key is structural: one compiled engine serves every family, in every process.
+f8 = types.float64
+
+
+A1 = types.float64[::1]
+
+
+A2 = types.float64[:, ::1]
+
+
+KT = types.FunctionType(f8(f8, A1))
+
+
+KERNEL_SIGNATURE = "float64(float64, float64[::1])"
+
+
+KERNEL_SIG = f8(f8, A1)
+
+
+class KernelRef:
+    """A compiled kernel passed to the engine by its address.
+
+    Passing a Numba dispatcher as a first-class function makes every call look the compiled result up again
+    (tens of microseconds, more than many engine calls take); a reference resolves the address once.  It is
+    also callable from Python (through the dispatcher).
+    """
+
+    __slots__ = ("dispatcher", "_addr")
+    # typeof() reads this attribute directly (the WrapperAddressProtocol base class would route every call
+    # through a slower registered typeof); the call-time address comes from __wrapper_address__
+    _numba_type_ = KT
+
+    def __init__(self, dispatcher):
+        self.dispatcher = dispatcher
+        self._addr = None
+
+    def __wrapper_address__(self):
+        if self._addr is None:
+            self._addr = _get_wrapper_address(self.dispatcher, KERNEL_SIG)
+        return self._addr
+
+    @property
+    def address(self):
+        """The cfunc wrapper's address as an int (what ``as_kernel`` takes)."""
+        return self.__wrapper_address__()
+
+    def signature(self):
+        return KERNEL_SIG
+
+    def __call__(self, *args):
+        return self.dispatcher(*args)
+
+
+def kernel_refs(mod):
+    """name -> KernelRef for the kernels ``k_<name>`` of a generated family module (cached on the module)."""
+    refs = mod.__dict__.setdefault("_kernel_refs", {})
+
+    def get(name):
+        ref = refs.get(name)
+        if ref is None:
+            ref = refs[name] = KernelRef(getattr(mod, "k_" + name))
+        return ref
+    return get
+
+
+@intrinsic
+def as_kernel(typingctx, addr):
+    """The kernel at a cfunc wrapper address (an int64 from ``KernelRef.address``) as a first-class function.
+
+    Unboxing a first-class function argument calls back into Python twice per argument and call (~2 us each);
+    an address crosses the boundary as a plain integer.  The value built here is what Numba's own unboxing
+    builds for a ``KernelRef`` (its jit address is null there too): calls go through the C wrapper."""
+    def codegen(context, builder, signature, args):
+        sfunc = cgutils.create_struct_proxy(KT)(context, builder)
+        sfunc.c_addr = builder.inttoptr(args[0], context.get_value_type(types.voidptr))
+        return sfunc._getvalue()
+    return KT(types.int64), codegen
+
+
+@njit(A1(KT, A1, A1), cache=True, error_model="numpy")
+def vmap(f, xs, theta):
+    out = np.empty(xs.shape[0])
+    for i in range(xs.shape[0]):
+        out[i] = f(xs[i], theta)
+    return out
+
+
+@njit(f8(KT, A1), cache=True, error_model="numpy")
+def cmap(f, theta):
+    """Evaluate a parameter-only expression f(0.0, theta)."""
+    return f(0.0, theta)
