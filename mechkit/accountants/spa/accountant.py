@@ -117,26 +117,16 @@ def epsilon(items, delta_, order=1, variant="msd"):
         return got
 
 
-def _epsilon(items, d, order, variant):
-    """epsilon(delta) by the SPA (max over add and remove), with certified lower and upper bounds.
+def _direction_estimates(dirs, target, fn):
+    """Each direction's estimate as rows [epsilon, direction, log tilt], with the model's roots before polishing,
+    the directions certified below the first (``dominated``) and those whose SP-MSD1 root was its singularity.
 
-    The estimate: the saddle point where the approximation equals delta, found on the model and polished on exact
-    evaluations (the approximation is always evaluated with exact CGF values).  The bounds (certified):
-    Theorem 5 solved in epsilon from exact evaluations at the model's SP-MSD1 saddle point and at the tilts
-    located on the model for each bound (``certified_bounds``); the lower bound is the larger of the two
-    directions' (each bounds the maximum), the upper bound the larger, the other direction skipped where it is
-    certified below the first's estimate, else checked at memoised nodes before its own bounds are computed.
+    The estimate is the approximation evaluated with exact CGF values: the model's root is polished by the same
+    search on exact evaluations (one evaluation where the model is accurate; more where the CGF's higher
+    derivatives outgrow the node spacing).  The first direction first; the other is skipped where one exact
+    evaluation at the first's tilt certifies that its epsilon is below the first's estimate, else polished too
+    where its model value is close to the first's.
     """
-    target = math.log(d)
-    key = estimate_key(order, variant)
-    dirs = directions(items)
-
-    fn = modelled_value(key)
-    # the estimate is the approximation evaluated with exact CGF values: the model's root is polished by the
-    # same search on exact evaluations (one evaluation where the model is accurate; more where the CGF's higher
-    # derivatives outgrow the node spacing).  The first direction first; the other is skipped where one exact
-    # evaluation at the first's tilt certifies that its epsilon is below the first's estimate, else polished too
-    # where its model value is close to the first's
     est = []
     roots = {}  # the model's roots, before polishing (for the default estimate, the bounds' anchors)
     dominated = set()
@@ -171,6 +161,25 @@ def _epsilon(items, d, order, variant):
             # the other direction is polished only where its model value could still be the larger one: within
             # a generous multiple of the model error just observed on the first, and never less than POLISH_MARGIN
             margin = max(POLISH_ERRORS * abs(row[0] - model), POLISH_MARGIN * (1.0 + row[0]))
+    return est, roots, dominated, fallback
+
+
+def _epsilon(items, d, order, variant):
+    """epsilon(delta) by the SPA (max over add and remove), with certified lower and upper bounds.
+
+    The estimate: the saddle point where the approximation equals delta, found on the model and polished on exact
+    evaluations (the approximation is always evaluated with exact CGF values).  The bounds (certified):
+    Theorem 5 solved in epsilon from exact evaluations at the model's SP-MSD1 saddle point and at the tilts
+    located on the model for each bound (``certified_bounds``); the lower bound is the larger of the two
+    directions' (each bounds the maximum), the upper bound the larger, the other direction skipped where it is
+    certified below the first's estimate, else checked at memoised nodes before its own bounds are computed.
+    """
+    target = math.log(d)
+    key = estimate_key(order, variant)
+    dirs = directions(items)
+
+    fn = modelled_value(key)
+    est, roots, dominated, fallback = _direction_estimates(dirs, target, fn)
     est.sort(key=lambda x: -x[0])
     val, dom, u_dom = est[0]
     # the bounds: at each direction's anchor, the model's SP-MSD1 saddle point (the default estimate's model root,

@@ -15,21 +15,8 @@ from .model import H_NODE
 FALSI_EDGE = 0.01
 
 
-def solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10, guess=None):
-    """log of the tilt t at which fn(at(t)) (a log-delta decreasing in t) equals target, or None when even the
-    smallest resolvable epsilon has a log-delta below the target (then epsilon is 0).
-
-    Newton in u = log t with the slope of log delta_MSD0 along the saddle points, -t^2 psi'' - t psi'''/(2 psi'')
-    (a secant where one is usable), until the root is bracketed (steps capped at a factor 16 in t), then Newton
-    inside the bracket with Illinois regula falsi as the safeguard (bisection where a value is not finite).
-    ``u0`` warm-starts the search (the estimate's polish starts from the model's root, the bounds' from their
-    anchor); without it, an approximation's search (fn.key) starts from its root for the nearest delta asked of
-    this direction before, else from ``guess`` (log of a tilt where a node is known) or the Gaussian model's guess
-    (steps of at least 1e-3 from such starts).
-    ``utol``: the relative width of the final bracket, ``vtol`` the accepted |log-delta - target| (the tilts of the
-    bounds need not be precise: a bound holds at every tilt, and is solved exactly in epsilon at the tilt found).
-    """
-    warm = u0 is not None
+def _initial_u(dirn, target, fn, u0, guess):
+    """The log tilt a search starts from (see ``solve_t``)."""
     seen = dirn._roots.get(getattr(fn, "key", None)) if u0 is None else None
     if seen:
         # the same approximation's root for the nearest delta asked before (the CGF there is known; a Gaussian
@@ -45,7 +32,56 @@ def solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10, guess=Non
             u0 = math.floor(u0 / H_NODE) * H_NODE
             if not dirn.finite(math.exp(u0)):
                 u0 = None
-    u = math.log(dirn.start()) if u0 is None else u0
+    return math.log(dirn.start()) if u0 is None else u0
+
+
+def _slope(t, r, u, v, prev):
+    """d(log delta)/du for Newton's step: the secant through ``prev`` = (u, v) where it is usable, else the slope
+    of log delta_MSD0 along the saddle points, -t^2 psi'' - t psi''' / (2 psi''), or its leading term where that is
+    not negative.  ``prev`` is None on exact values (the estimate's polish): there the analytic slope is MSD0's
+    own, MSD1's but for its correction factor's, and a secant through the previous point of a strongly convex log
+    delta only creeps (q = 0.001, k = 1e4, 22 nats off: 10 passes with it)."""
+    slope = -t * (t * r["p2"] + 0.5 * r["p3"] / r["p2"])
+    if not slope < 0:
+        slope = -t * t * r["p2"]
+    if prev is not None and math.isfinite(v) and math.isfinite(prev[1]) and prev[0] != u:
+        sec = (v - prev[1]) / (u - prev[0])
+        if sec < 0:
+            slope = sec
+    return slope
+
+
+def _unbracketed_step(u, v, slope, blind, cap, warm):
+    """(next u, blind count) while one side of the root is unknown: a Newton step capped at a factor e^cap in t;
+    where the value is not finite (e.g. a lower bound that is not positive at this tilt), steps of 2, 8, 32, ...
+    nodes; a step of at least 1e-3 where the start is only a guess (not ``warm``)."""
+    nu = u - v / slope if math.isfinite(v) and slope < 0 else math.nan
+    if not math.isfinite(nu):
+        blind += 1
+        step = min(cap, 2.0 * 4.0 ** (blind - 1) * H_NODE)
+        nu = u + step if v > 0 else u - step
+    nu = min(max(nu, u - cap), u + cap)
+    if not warm:
+        nu = max(nu, u + 1e-3) if v > 0 else min(nu, u - 1e-3)
+    return nu, blind
+
+
+def solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10, guess=None):
+    """log of the tilt t at which fn(at(t)) (a log-delta decreasing in t) equals target, or None when even the
+    smallest resolvable epsilon has a log-delta below the target (then epsilon is 0).
+
+    Newton in u = log t with the slope of log delta_MSD0 along the saddle points, -t^2 psi'' - t psi'''/(2 psi'')
+    (a secant where one is usable), until the root is bracketed (steps capped at a factor 16 in t), then Newton
+    inside the bracket with Illinois regula falsi as the safeguard (bisection where a value is not finite).
+    ``u0`` warm-starts the search (the estimate's polish starts from the model's root, the bounds' from their
+    anchor); without it, an approximation's search (fn.key) starts from its root for the nearest delta asked of
+    this direction before, else from ``guess`` (log of a tilt where a node is known) or the Gaussian model's guess
+    (steps of at least 1e-3 from such starts).
+    ``utol``: the relative width of the final bracket, ``vtol`` the accepted |log-delta - target| (the tilts of the
+    bounds need not be precise: a bound holds at every tilt, and is solved exactly in epsilon at the tilt found).
+    """
+    warm = u0 is not None
+    u = _initial_u(dirn, target, fn, u0, guess)
     lo_u, hi_u = -math.inf, math.inf  # fn > target at lo_u, < target at hi_u
     lo_v, hi_v = math.nan, math.nan
     side = 0  # Illinois bookkeeping: which end was kept last
@@ -75,18 +111,7 @@ def solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10, guess=Non
                 if side == -1:
                     lo_v *= 0.5
                 side = -1
-            # slope: secant through the previous point where it is usable, else d log delta_MSD0 / du along the
-            # saddle points, -t^2 psi'' - t psi''' / (2 psi''), or its leading term where that is not negative
-            slope = -t * (t * r["p2"] + 0.5 * r["p3"] / r["p2"])
-            if not slope < 0:
-                slope = -t * t * r["p2"]
-            # (the secant only in model searches: on exact values, the estimate's polish, the analytic slope is
-            # MSD0's own, MSD1's but for its correction factor's, and a secant through the previous point of a
-            # strongly convex log delta only creeps: q = 0.001, k = 1e4, 22 nats off, 10 passes with it)
-            if not bounds and prev is not None and math.isfinite(v) and math.isfinite(prev[1]) and prev[0] != u:
-                sec = (v - prev[1]) / (u - prev[0])
-                if sec < 0:
-                    slope = sec
+            slope = _slope(t, r, u, v, None if bounds else prev)
             prev = (u, v)
             if lo_u > -math.inf and hi_u < math.inf:
                 if hi_u - lo_u <= utol * max(1.0, abs(hi_u)):
@@ -117,16 +142,7 @@ def solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10, guess=Non
                     stalls += 1
                 last_v = v
             else:
-                # one side unknown: a Newton step, capped at a factor 16 in t; where the value is not finite (e.g. a
-                # lower bound that is not positive at this tilt), steps of 2, 8, 32, ... nodes
-                nu = u - v / slope if math.isfinite(v) and slope < 0 else math.nan
-                if not math.isfinite(nu):
-                    blind += 1
-                    step = min(cap, 2.0 * 4.0 ** (blind - 1) * H_NODE)
-                    nu = u + step if v > 0 else u - step
-                nu = min(max(nu, u - cap), u + cap)
-                if not warm:  # a step of at least 1e-3 where the start is only a guess
-                    nu = max(nu, u + 1e-3) if v > 0 else min(nu, u - 1e-3)
+                nu, blind = _unbracketed_step(u, v, slope, blind, cap, warm)
         if nu > math.log(T_MAX):
             sup = dirn.sup()
             raise NumericalLimitError(
