@@ -2,13 +2,14 @@
 import json
 import sys
 
+import numpy as np
 import pytest
 import sympy as sp
 
 import mechkit as mk
 from mechkit import SpecificationError
 from mechkit.symbolic import codegen
-from mechkit.laws import family as F
+from mechkit.symbolic.derive import Derivation, Spec
 from mechkit.symbolic.parse import exact, parse_expression, parse_srepr
 
 x = sp.Symbol("x", real=True)
@@ -121,43 +122,57 @@ def test_srepr_refuses_everything_else(text):
         parse_srepr(text)
 
 
-def _fresh_family():
-    """A small finite family (derives in about a second); forgotten by this process so the cache is read."""
-    fam = mk.Mechanism.from_densities(p=sp.exp(2 * x) / (1 + sp.exp(2)), q=sp.exp(2 * (1 - x)) / (1 + sp.exp(2)),
-                                      var=x, domain=[0, 1], name="rr2")
-    return fam
+def _tiny_spec(tag):
+    """A spec whose build is one trivial kernel (the cache's code path without a real derivation)."""
+    return Spec(p=sp.exp(x) / tag, q=sp.exp(-x) / tag, var=x, kind="finite", lo=0, hi=1, points=(0.0, 1.0))
 
 
-def _forget(fam):
-    F._FAMILIES.pop(fam.key, None)
-    sys.modules.pop(f"mechkit_gen_{fam.key}", None)
+def _tiny_build(calls):
+    def build(spec):
+        calls.append(spec)
+        d = Derivation()
+        d.add("L", 2 * x, x)
+        d.structure = {"kind": "finite", "points": [0.0, 1.0], "L": "L"}
+        d.display = {"privacy_loss": 2 * x}
+        return d
+    return build
+
+
+def _forget(spec):
+    sys.modules.pop(f"mechkit_gen_{codegen.family_key(spec)}", None)
 
 
 def test_a_tampered_cache_file_is_rebuilt_not_executed(tmp_path, monkeypatch):
     monkeypatch.setenv("MECHKIT_CACHE_DIR", str(tmp_path))
-    _forget(_fresh_family())
-    fam = _fresh_family().derive()
-    loss = fam.privacy_loss
-    _forget(fam)
+    spec, calls = _tiny_spec(7), []
+    _forget(spec)
+    codegen.load_or_build(spec, _tiny_build(calls))
+    _forget(spec)
     marker = tmp_path / "pwned"
-    meta_path = tmp_path / f"fam_{fam.key}.json"
+    meta_path = tmp_path / f"fam_{codegen.family_key(spec)}.json"
     meta = json.loads(meta_path.read_text())
     meta["display"]["privacy_loss"] = {"expr": f"__import__('os').system('touch {marker}')"}
     meta_path.write_text(json.dumps(meta))
-    again = _fresh_family()
-    assert again.privacy_loss == loss
+    structure, display, mod = codegen.load_or_build(spec, _tiny_build(calls))
+    assert len(calls) == 2                          # rebuilt, not read
     assert not marker.exists()
+    assert display["privacy_loss"] == 2 * x
     assert "__import__" not in meta_path.read_text()  # rewritten by the rebuild
+    _forget(spec)
+    assert codegen.load_or_build(spec, _tiny_build(calls))[1]["privacy_loss"] == 2 * x
+    assert len(calls) == 2                          # the rebuilt entry is read back
 
 
 def test_a_truncated_generated_module_is_rebuilt(tmp_path, monkeypatch):
     monkeypatch.setenv("MECHKIT_CACHE_DIR", str(tmp_path))
-    _forget(_fresh_family())
-    fam = _fresh_family().derive()
-    d1 = fam().delta(0.5)
-    _forget(fam)
-    mod_path = tmp_path / f"fam_{fam.key}.py"
+    spec, calls = _tiny_spec(11), []
+    _forget(spec)
+    key = codegen.family_key(spec)
+    codegen.load_or_build(spec, _tiny_build(calls))
+    _forget(spec)
+    mod_path = tmp_path / f"fam_{key}.py"
     mod_path.write_text(mod_path.read_text()[:60])
-    again = _fresh_family()
-    assert again().delta(0.5) == d1
-    assert codegen._load_module(mod_path, fam.key).FAILED == []
+    structure, display, mod = codegen.load_or_build(spec, _tiny_build(calls))
+    assert len(calls) == 2
+    assert mod.FAILED == [] and mod.k_L(0.25, np.zeros(0)) == 0.5
+    assert sys.modules[f"mechkit_gen_{key}"] is mod
