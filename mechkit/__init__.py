@@ -7,6 +7,11 @@ front end) and ``individual`` (per-example accounting).
 """
 from __future__ import annotations
 
+# before anything compiled is imported: Numba needs a writable cache location (a temporary one, with a warning)
+from .symbolic import codegen as _codegen
+
+_codegen.ensure_numba_cache()
+
 from . import individual
 from .accountants import gdp, rdp
 from .composition import Composition, compose

@@ -7,6 +7,7 @@ only the PLRV interface of the mechanisms, never their types.
 """
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 
@@ -15,7 +16,7 @@ import numpy as np
 from .accountants import edgeworth, fft, spa
 from .accountants import gdp as _gdp
 from .accountants import rdp as _rdp
-from .errors import ParameterError, check_finite_real
+from .errors import ParameterError, check_finite_real, check_real, real_array
 from .estimate import Estimate, EstimateArray
 from .laws.family import Mechanism
 
@@ -70,6 +71,41 @@ ACCOUNTANTS = {
 }
 
 
+#: the largest count of one mechanism: counts enter the accountants as doubles (k K(t), k log phi(t), ...), and
+#: above 2**53 not every integer is a double, so a larger count could not even be represented exactly
+MAX_COUNT = 2 ** 53
+
+
+def _check_count(c, what="count"):
+    """``c`` as an int in [1, 2**53], or a ``ParameterError`` naming the range."""
+    if isinstance(c, (bool, np.bool_)) or not (isinstance(c, numbers.Integral)
+                                               or (isinstance(c, (float, np.floating)) and float(c).is_integer())):
+        raise ParameterError(f"{what} must be an integer in [1, 2**53 = {MAX_COUNT}], got {c!r}")
+    if not 1 <= c <= MAX_COUNT:
+        raise ParameterError(f"{what} must be an integer in [1, 2**53 = {MAX_COUNT}], got {c!r}")
+    return int(c)
+
+
+def _options(fn):
+    """The keyword options an accountant function takes: its named parameters after (items, delta/epsilon)."""
+    params = list(inspect.signature(fn).parameters.values())[2:]
+    return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def _check_options(method, query, fn, options):
+    """Refuse options the accountant does not take, before any work (a ``ParameterError`` listing its options)."""
+    known = _options(fn)
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        takes = f"its options are {known}" if known else "it takes no options"
+        raise ParameterError(f"unknown option(s) {unknown} for {query} with method {method!r}; {takes}")
+
+
+#: a delta this much (relatively) below the composed mass at +inf is answered epsilon = inf without an accountant;
+#: the margin covers the rounding of the mass (a sum of k log1p(-a) terms), so the answer is certain
+INF_MASS_MARGIN = 1e-12
+
+
 def _key(m):
     return (m.family.key, tuple(m.theta.tolist()))
 
@@ -87,7 +123,12 @@ class Composition:
             if k not in merged:
                 merged[k] = [m, 0]
                 order.append(k)
-            merged[k][1] += c
+            merged[k][1] += _check_count(c)
+        for k in order:
+            m, c = merged[k]
+            if c > MAX_COUNT:
+                raise ParameterError(f"the total count of {m.name} is {c}; counts must be integers in "
+                                     f"[1, 2**53 = {MAX_COUNT}]")
         object.__setattr__(self, "_items", tuple((merged[k][0], merged[k][1]) for k in order))
 
     def __setattr__(self, name, value):
@@ -115,24 +156,57 @@ class Composition:
             raise ParameterError(f"unknown method {method!r}; available: {sorted(ACCOUNTANTS)}")
         return ACCOUNTANTS[method]
 
+    def inf_mass(self, direction):
+        """P(L = +inf) of the composed privacy loss in ``direction`` ('remove' or 'add'): an infinite loss in any
+        one run is infinite in the sum, so it is 1 - prod_i (1 - a_i)^k_i with a_i each PLRV's ``inf_mass``."""
+        if direction not in ("remove", "add"):
+            raise ParameterError(f"direction must be 'remove' or 'add', got {direction!r}")
+        log_finite = 0.0
+        for m, c in self._items:
+            a = m.plrv(direction).inf_mass
+            if a > 0.0:
+                log_finite += c * math.log1p(-a) if a < 1.0 else -math.inf
+        return -math.expm1(log_finite)
+
+    def _below_inf_mass(self, d, method):
+        """epsilon = inf, certain, where delta is below the composed mass at +inf of either direction (no finite
+        epsilon has delta(epsilon) <= delta then, whatever the accountant); None otherwise."""
+        mass, direction = max((self.inf_mass(r), r) for r in ("remove", "add"))
+        if not d < mass * (1.0 - INF_MASS_MARGIN):
+            return None
+        note = (f"delta = {d:g} is below P(L = +inf) = {mass:.6g} of the composition ({direction} direction): the "
+                "privacy loss is infinite with a larger probability, so no finite epsilon reaches delta")
+        return Estimate(math.inf, math.inf, math.inf, method, True,
+                        {"note": note, "inf_mass": mass, "direction": direction})
+
     def epsilon(self, delta, method="fft", **options):
-        """Smallest epsilon with delta(epsilon) <= delta (max over add and remove) -> Estimate."""
+        """Smallest epsilon with delta(epsilon) <= delta (max over add and remove) -> Estimate.
+
+        ``delta`` in (0, 1), or an array of such values (an ``EstimateArray``).  Where delta is below the
+        probability of an infinite privacy loss of the composition, the answer is epsilon = inf (certified, for
+        every method) without calling the accountant.  Options the method does not take raise ``ParameterError``.
+        """
         fn = self._method(method)[0]
+        _check_options(method, "epsilon", fn, options)
+
+        def one(d):
+            return self._below_inf_mass(d, method) or fn(self._items, d, **options)
+
         if np.ndim(delta) == 0:
-            d = check_finite_real("delta", delta, low=0.0, high=1.0)
-            return fn(self._items, d, **options)
-        ds = [check_finite_real("delta", d, low=0.0, high=1.0) for d in np.ravel(delta)]
-        res = [fn(self._items, d, **options) for d in ds]
+            return one(check_real("delta", delta, low=0.0, high=1.0))
+        ds = [check_finite_real("delta", d, low=0.0, high=1.0) for d in np.ravel(real_array("delta", delta))]
+        res = [one(d) for d in ds]
         return EstimateArray([float(r) for r in res], [r.lower for r in res], [r.upper for r in res],
                              method, all(r.certified for r in res))
 
     def delta(self, epsilon, method="fft", **options):
         """delta(epsilon) (max over add and remove), vectorised over epsilon -> Estimate(Array)."""
         fn = self._method(method)[1]
-        eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
-        if eps.size == 0 or np.any(np.isnan(eps)) or np.any(eps < 0) or np.any(np.isinf(eps)):
+        _check_options(method, "delta", fn, options)
+        eps = np.atleast_1d(real_array("epsilon", epsilon))
+        if np.any(np.isnan(eps)) or np.any(eps < 0) or np.any(np.isinf(eps)):
             bad = [e for e in eps.tolist() if not (0 <= e < math.inf)]
-            raise ParameterError(f"epsilon must lie in [0, inf), got {bad[0] if bad else 'an empty list'!r}")
+            raise ParameterError(f"epsilon must lie in [0, inf), got {bad[0]!r}")
         res = fn(self._items, eps, **options)
         return res[0] if np.ndim(epsilon) == 0 else res
 
@@ -146,18 +220,18 @@ def _as_items(obj):
         m, c = obj
         if not isinstance(m, (Mechanism, Composition)):
             raise ParameterError(f"expected (mechanism, count), got ({type(m).__name__}, ...)")
-        if isinstance(c, bool) or not isinstance(c, numbers.Integral) and not (isinstance(c, float) and c.is_integer()):
-            raise ParameterError(f"count must be a positive integer, got {c!r}")
-        c = int(c)
-        if c < 1:
-            raise ParameterError(f"count must be a positive integer (>= 1), got {c}")
+        c = _check_count(c)
         return [(mm, cc * c) for mm, cc in _as_items(m)]
     raise ParameterError(f"cannot compose a {type(obj).__name__}: pass mechanisms, (mechanism, count) pairs "
                          "or compositions")
 
 
 def compose(*items):
-    """Compose mechanisms, (mechanism, count) pairs and compositions, in any mix."""
+    """Compose mechanisms, (mechanism, count) pairs and compositions, in any mix.
+
+    Counts are integers in [1, 2**53] (``MAX_COUNT``), also after equal mechanisms are merged: the accountants use
+    them as doubles, which hold every integer only up to 2**53.  A ``ParameterError`` names the range otherwise.
+    """
     if not items:
         raise ParameterError("compose() needs at least one mechanism")
     out = []

@@ -3,6 +3,7 @@
 ``MechkitError`` subclasses ``ValueError`` so that callers who already catch ``ValueError`` keep working.
 Messages name the parameter, the value received and the allowed range.
 """
+import numpy as np
 
 
 class MechkitError(ValueError):
@@ -25,6 +26,10 @@ class NumericalLimitError(MechkitError):
     """The requested answer cannot be certified in double precision with the given settings."""
 
 
+class CacheWarning(UserWarning):
+    """The on-disk cache cannot be used (e.g. an unwritable ``MECHKIT_CACHE_DIR``); a temporary one is used instead."""
+
+
 def check_finite_real(name, value, *, low=None, high=None, low_open=True, high_open=True):
     """Return ``float(value)`` or raise ``ParameterError`` naming ``name``, the value and the range."""
     import math
@@ -44,3 +49,39 @@ def check_finite_real(name, value, *, low=None, high=None, low_open=True, high_o
         hi_s = "inf" if high is None else repr(high)
         raise ParameterError(f"{name} must lie in {lb}{lo_s}, {hi_s}{rb}, got {value!r}")
     return v
+
+
+def _not_a_number(name, value):
+    return ParameterError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
+
+
+def check_real(name, value, **bounds):
+    """``check_finite_real`` for a value that must *be* a number: strings (even numeric ones such as ``'1.0'``),
+    bytes and booleans are refused with a ``ParameterError`` naming ``name``; ``bounds`` as ``check_finite_real``."""
+    if isinstance(value, (str, bytes, bool, np.bool_)):
+        raise _not_a_number(name, value)
+    return check_finite_real(name, value, **bounds)
+
+
+def real_array(name, value):
+    """``value`` (a real number or an array-like of them) as a float64 NumPy array, or a ``ParameterError`` naming
+    ``name``: strings, bytes, booleans, complex numbers, ``None`` and empty arrays are refused.  Ranges (and NaN) are
+    the caller's to check."""
+    if isinstance(value, (str, bytes)):
+        raise _not_a_number(name, value)
+    try:
+        arr = np.asarray(value)
+    except Exception:  # ragged nesting and the like
+        raise ParameterError(f"{name} must be a real number or an array of real numbers, got {value!r}") from None
+    if arr.dtype.kind == "O":
+        if any(v is None or isinstance(v, (str, bytes, bool, np.bool_)) for v in arr.ravel()):
+            raise ParameterError(f"{name} must be a real number or an array of real numbers, got {value!r}")
+        try:
+            arr = arr.astype(float)
+        except (TypeError, ValueError):
+            raise ParameterError(f"{name} must be a real number or an array of real numbers, got {value!r}") from None
+    if arr.dtype.kind not in "iuf":
+        raise ParameterError(f"{name} must be a real number or an array of real numbers, got {value!r}")
+    if arr.size == 0:
+        raise ParameterError(f"{name} is empty: pass a number or a non-empty array of numbers")
+    return arr.astype(float)

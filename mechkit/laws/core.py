@@ -34,6 +34,15 @@ TILT_NSPLIT = 2
 _NEG_INF = -np.inf
 
 
+class DensityUndefined(SpecificationError):
+    """A log-density kernel is NaN at ``x``: the density (``which`` = "p" or "q") is negative or not real there, or
+    its compiled kernels over- or underflow at the parameter values (``Mechanism`` decides which, in mpmath)."""
+
+    def __init__(self, which, x, word="density"):
+        super().__init__(f"{word} {which} is negative or undefined at x = {x:g}")
+        self.which, self.x = which, float(x)
+
+
 def _lse(a, axis=None):
     a = np.asarray(a, dtype=float)
     if a.size == 0:
@@ -257,7 +266,6 @@ class ContinuousCore(Law):
             raise SpecificationError(f"the domain is empty: lower end {lo} is not below upper end {hi}")
         self.lo, self.hi = lo, hi
         self.pieces = self._make_pieces()
-        self._validate()
         atoms = [(p.La, p.logmass[0], p.logmass[1]) for p in self.pieces if p.flat]
         self.atoms = AtomSet([a[0] for a in atoms], [a[1] for a in atoms], [a[2] for a in atoms])
         self.mono = [p for p in self.pieces if not p.flat]
@@ -341,15 +349,24 @@ class ContinuousCore(Law):
         return limits.decide(sym, walk, high_precision, x, symbolic_at_values)
 
     def _make_pieces(self):
+        """The pieces between split points; each piece's densities are checked on a grid and the masses
+        validated (``_validate``) before the costly parts (limits of L, the choice of inverse)."""
         edges = self._split_points()
         pieces = []
         for a, b in zip(edges[:-1], edges[1:]):
             pc = _Piece()
             pc.a, pc.b = a, b
-            xm = self._sample_point(a, b)
-            pc.key = self._key_at(xm)
-            pc.v = v = self.st["variants"][pc.key]
-            pc.flat = v["flat"]
+            pc.key = self._key_at(self._sample_point(a, b))
+            pc.v = self.st["variants"][pc.key]
+            pc.flat = pc.v["flat"]
+            self._check_defined(pc)
+            pc.inv = None
+            pc.beyond = {}
+            pc.logmass = [self._piece_logmass(pc, m) for m in (0, 1)]
+            pieces.append(pc)
+        self._validate(pieces)
+        for pc in pieces:
+            v, a, b, xm = pc.v, pc.a, pc.b, self._sample_point(pc.a, pc.b)
             pc.La = self._limit_L(v, a)
             pc.Lb = self._limit_L(v, b)
             if pc.flat:
@@ -360,12 +377,8 @@ class ContinuousCore(Law):
                 if d == 0 or not math.isfinite(d):
                     d = pc.Lb - pc.La
                 pc.inc = d > 0
-            pc.inv = None
-            pc.beyond = {}
-            pc.logmass = [self._piece_logmass(pc, m) for m in (0, 1)]
             if not pc.flat:
                 pc.inv = self._pick_inverse(pc)
-            pieces.append(pc)
         return pieces
 
     def _pick_inverse(self, pc):
@@ -597,21 +610,38 @@ class ContinuousCore(Law):
             for pc_, lp_, lq_, L_, xs_, w_, gs_ in cache], vector=vector, abs3=abs3)
 
     # -- validation ----------------------------------------------------------------------------------
-    def _validate(self):
+    def _probe_points(self, pc):
+        """Points inside a piece where its log-densities are checked: the sample point and geometric offsets of
+        1e-3 to 1e3 times its scale on both sides (open interval)."""
+        c = self._sample_point(pc.a, pc.b)
+        offs = np.geomspace(1e-3, 1e3, 13) * max(1.0, abs(c))
+        xs = np.concatenate(([c], c - offs, c + offs))
+        if np.isfinite(pc.a) and np.isfinite(pc.b):
+            xs = np.concatenate((xs, np.linspace(pc.a, pc.b, 17)[1:-1]))
+        return np.unique(xs[np.isfinite(xs) & (xs > pc.a) & (xs < pc.b)])
+
+    def _check_defined(self, pc):
+        """Both log-density kernels are numbers (not NaN) at the piece's probe points; else ``DensityUndefined``
+        (a negative density, or kernels that over- or underflow at the parameter values: ``Mechanism`` tells
+        which)."""
+        xs = self._probe_points(pc)
         for m, name in ((0, "p"), (1, "q")):
-            pts = [self._sample_point(pc.a, pc.b) for pc in self.pieces]
-            for pc in self.pieces:
-                for x in pts:
-                    if pc.a <= x <= pc.b:
-                        lv = self._f(self._logdens(pc, m), x)
-                        if math.isnan(lv):
-                            raise SpecificationError(f"density {name} is negative or undefined at x = {x:g}")
-            total = math.exp(_lse([pc.logmass[m] for pc in self.pieces]))
+            with np.errstate(all="ignore"):
+                lv = self._vec(self._logdens(pc, m), xs)
+            bad = np.nonzero(np.isnan(lv))[0]
+            if bad.size:
+                x = float(xs[bad[np.argmin(np.abs(xs[bad] - self._sample_point(pc.a, pc.b)))]])
+                raise DensityUndefined(name, x, "density")
+
+    def _validate(self, pieces):
+        """Normalisation of p and q, and supports that overlap (the masses of all pieces)."""
+        for m, name in ((0, "p"), (1, "q")):
+            total = math.exp(_lse([pc.logmass[m] for pc in pieces]))
             if not abs(total - 1.0) <= NORMALISATION_TOL:
                 raise SpecificationError(
                     f"density {name} integrates to {total:.10g} over the domain, not 1 "
                     f"(tolerance {NORMALISATION_TOL:g}); check the normalising constant")
-        if all(pc.logmass[0] == _NEG_INF or pc.logmass[1] == _NEG_INF for pc in self.pieces):
+        if all(pc.logmass[0] == _NEG_INF or pc.logmass[1] == _NEG_INF for pc in pieces):
             raise SpecificationError("p and q have disjoint supports: the privacy loss is infinite everywhere")
 
 
@@ -753,7 +783,7 @@ class DiscreteCore(Law):
         for name, arr in (("p", lp), ("q", lq)):
             bad = np.isnan(arr) | (arr == np.inf)
             if bad.any():
-                raise SpecificationError(f"pmf {name} is negative or undefined at x = {xs[bad][0]:g}")
+                raise DensityUndefined(name, xs[bad][0], "pmf")
             total = math.exp(_lse(arr))
             if not abs(total - 1.0) <= NORMALISATION_TOL:
                 raise SpecificationError(f"pmf {name} sums to {total:.10g} over the domain, not 1 "
@@ -768,7 +798,12 @@ class DiscreteCore(Law):
         with np.errstate(all="ignore"):
             Lk = N.vmap(ref(structure["L"]), xs, self.theta)
             # the derived loss is exact on flat stretches where lp - lq would pick up rounding
-            Lk = np.where(np.isfinite(Lk) & (np.abs(Lk - (lp - lq)) <= 1e-9 * (1 + np.abs(Lk))), Lk, lp - lq)
+            # where one log-pmf kernel underflows to -inf (e.g. a mixture's log evaluated as log(sum of exps)) but
+            # the derived loss is finite, that pmf is positive there: p = q e^L exactly (not an atom at +-inf)
+            fin = np.isfinite(Lk)
+            lp = np.where((lp == _NEG_INF) & (lq > _NEG_INF) & fin, lq + Lk, lp)
+            lq = np.where((lq == _NEG_INF) & (lp > _NEG_INF) & fin, lp - Lk, lq)
+            Lk = np.where(fin & (np.abs(Lk - (lp - lq)) <= 1e-9 * (1 + np.abs(Lk))), Lk, lp - lq)
             L = np.where(lq == _NEG_INF, np.inf, np.where(lp == _NEG_INF, -np.inf, Lk))
         self.points = xs
         self.atoms = AtomSet(L, lp, lq)
@@ -785,9 +820,13 @@ class DiscreteCore(Law):
 
         cands = [0] + [s * 2 ** j for j in range(0, 45) for s in (-1, 1)]
         vals = [g(k) for k in cands]
-        best = int(np.nanargmax(vals))
+        best = int(np.nanargmax(vals)) if not all(v != v for v in vals) else 0
         kmax, gmax = cands[best], vals[best]
         if not math.isfinite(gmax):
+            for k in cands:  # a NaN: the pmf is negative there, or its kernels overflow at the parameter values
+                for name, f in (("p", self._lp), ("q", self._lq)):
+                    if math.isnan(f(float(k), th)):
+                        raise DensityUndefined(name, k, "pmf")
             raise SpecificationError("the pmf is zero or undefined everywhere it was probed")
         thr = gmax - 800.0
         ends = []

@@ -14,16 +14,18 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 
 import numpy as np
 import sympy as sp
 from scipy.optimize import brentq
 
 from ..symbolic import codegen
-from .core import ContinuousCore, DiscreteCore
+from . import screen as _screen
+from .core import ContinuousCore, DensityUndefined, DiscreteCore
 from ..symbolic.derive import Spec, derive
 from ..engine.logspace import log1mexp
-from ..errors import NumericalLimitError, ParameterError, SpecificationError, check_finite_real
+from ..errors import NumericalLimitError, ParameterError, SpecificationError, check_finite_real, check_real, real_array
 from ..symbolic.parse import exact, parse_expression
 
 _FAMILIES = {}
@@ -165,14 +167,25 @@ class Family:
         return self._key
 
     # -- derivation (lazy, cached on disk) -------------------------------------------------------
-    def derive(self):
+    def derive(self, _screened=False):
         """Run (or load from the cache) the symbolic derivation and code generation; returns self."""
         if self._loaded is None:
             key = self.key
             if key not in _FAMILIES:
+                if not _screened:
+                    self._screen_defaults()
                 _FAMILIES[key] = codegen.load_or_build(self.spec, derive)
             self._loaded = _FAMILIES[key]
         return self
+
+    def _screen_defaults(self):
+        """Before a derivation asked for without values (``fam.privacy_loss``...): check the densities where every
+        parameter has a default (e.g. a family without parameters); nothing to check otherwise."""
+        try:
+            theta = self._theta(self._check_params({}))
+        except ParameterError:
+            return
+        _screen.screen(self, theta)
 
     @property
     def structure(self):
@@ -228,9 +241,7 @@ class Family:
         out = {}
         for s in self.parameters:
             v = values[s.name]
-            if isinstance(v, (bool, np.bool_)):
-                raise ParameterError(f"{s.name} must be a real number, got {v!r}")
-            x = check_finite_real(s.name, v)
+            x = check_real(s.name, v)  # strings (even '1.0') and booleans are refused
             if s.is_positive and not x > 0:
                 raise ParameterError(f"{s.name} must be positive, got {v!r}")
             if s.is_nonnegative and not x >= 0:
@@ -246,10 +257,30 @@ class Family:
             out[s.name] = x
         return out
 
-    def __call__(self, **params):
+    def __call__(self, *args, **params):
+        if args:
+            names = ", ".join(f"{s.name}=..." for s in self.parameters)
+            raise ParameterError(f"{self.name} takes its parameters by name, {self.name}({names}); got "
+                                 f"{len(args)} positional argument(s) {args!r}")
         values = self._check_params(params)
-        self.derive()
-        return Mechanism(self, values)
+        theta = self._theta(values)
+        if self._loaded is None and self.key not in _FAMILIES:
+            # the derivation is still to come in this process (seconds, on a cold cache): check the densities at
+            # these values first, so that a negative or unnormalised density fails in milliseconds
+            _screen.screen(self, theta)
+        self.derive(_screened=True)
+        return Mechanism(self, values, theta)
+
+    def _theta(self, values):
+        """The kernels' parameter vector: the parameter values, then the derived constants evaluated at them."""
+        theta = [values[s.name] for s in self.parameters]
+        subs = {s: values[s.name] for s in self.parameters}
+        for c, e in self._consts:
+            val = _eval_constant(e, subs)
+            if not math.isfinite(val):
+                raise ParameterError(f"the constant {e} is not finite at {values}")
+            theta.append(val)
+        return np.array(theta, dtype=float)
 
     def __repr__(self):
         return f"Family({self.name!r}, parameters={[s.name for s in self.parameters]})"
@@ -269,20 +300,18 @@ class Mechanism:
         """
         return Family(p, q, var, name=name, domain=domain, constraints=constraints, defaults=defaults)
 
-    def __init__(self, family, values):
+    def __init__(self, family, values, theta=None, _explain=True):
         self.family = family
         self.params = dict(values)
-        theta = [values[s.name] for s in family.parameters]
-        subs = {s: values[s.name] for s in family.parameters}
-        for c, e in family._consts:
-            val = _eval_constant(e, subs)
-            if not math.isfinite(val):
-                raise ParameterError(f"the constant {e} is not finite at {values}")
-            theta.append(val)
-        self.theta = np.array(theta, dtype=float)
+        self.theta = family._theta(values) if theta is None else np.array(theta, dtype=float)
         st = family.structure
         core_cls = ContinuousCore if st["kind"] == "continuous" else DiscreteCore
-        self.core = core_cls(st, family.module, self.theta)
+        try:
+            self.core = core_cls(st, family.module, self.theta)
+        except DensityUndefined as exc:
+            if not _explain:
+                raise
+            raise _undefined(family, self.params, self.theta, exc) from None
         if st.get("cgf"):
             self._attach_closed_cgf(st["cgf"])
         self.remove = PLRV(self, "remove")
@@ -334,7 +363,7 @@ class Mechanism:
     def epsilon(self, delta, direction="both"):
         """Smallest epsilon >= 0 with delta(epsilon) <= delta (inf when no finite epsilon exists)."""
         scalar = np.ndim(delta) == 0
-        ds = np.atleast_1d(np.asarray(delta, dtype=float))
+        ds = np.atleast_1d(real_array("delta", delta))
         for d in ds:
             check_finite_real("delta", d, low=0.0, high=1.0)
         out = np.array([max(self.plrv(d).epsilon(float(x)) for d in self._dirs(direction)) for x in ds])
@@ -346,8 +375,72 @@ class Mechanism:
         return max(self.plrv(d).cgf(a - 1.0) / (a - 1.0) for d in self._dirs(direction))
 
 
+def _undefined(family, values, theta, exc):
+    """What a NaN of a compiled log-density at ``exc.x`` means, decided in mpmath at 40 digits: the density is
+    negative or not real there (``SpecificationError``), or it is a valid number that the compiled kernels cannot
+    evaluate in double precision at these parameter values (``ParameterError`` naming the parameters, and for each
+    one that alone is to blame, about where the values that bind end); ``exc`` itself where mpmath cannot tell."""
+    import mpmath
+
+    which, x = exc.which, exc.x
+    word = "density" if family.spec.kind == "continuous" else "pmf"
+    r = _screen.density_at(family, which, x, theta)
+    if r is None or (isinstance(r, mpmath.mpf) and mpmath.isnan(r)):
+        return exc
+    if isinstance(r, mpmath.mpc):
+        return SpecificationError(f"{word} {which} is not a real number at x = {x:g} ({which}(x) = {complex(r):.6g})")
+    if r < 0:
+        return SpecificationError(f"{word} {which} is negative at x = {x:g} ({which}(x) = {mpmath.nstr(r, 6)}); a "
+                                  "density must be non-negative on its whole domain")
+    ranges = [_working_range(family, values, s.name) for s in family.parameters]
+    parts = [r_ for r_ in ranges if r_]
+    at = ", ".join(f"{k}={v:g}" for k, v in values.items())
+    head = (f"the parameter values ({at}) are outside the range that double precision can evaluate: {which}(x = {x:g}) "
+            f"= {mpmath.nstr(r, 6)}, but its compiled log-{word} overflows or underflows to nan there")
+    if parts:
+        return ParameterError(f"{head}; " + "; ".join(parts) + " (the other parameters as given)")
+    return ParameterError(f"{head}; rescale the problem so that the parameters are of moderate size")
+
+
+def _working_range(family, values, name):
+    """'name must be >= (<=) about b' where moving parameter ``name`` alone towards magnitude 1 makes the mechanism
+    bind (b found by bisection on the exponent, each step a trial binding); '' where it does not."""
+    v = values[name]
+    if not (v != 0 and math.isfinite(v)):
+        return ""
+    sign, e_bad = math.copysign(1.0, v), math.log10(abs(v))
+
+    def works(e):
+        trial = dict(values, **{name: sign * 10.0 ** e})
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                Mechanism(family, family._check_params(trial), _explain=False)
+        except Exception:
+            return False
+        return True
+
+    if abs(e_bad) < 1 or not works(0.0):
+        return ""
+    good, bad = 0.0, e_bad
+    for _ in range(11):
+        mid = 0.5 * (good + bad)
+        good, bad = (mid, bad) if works(mid) else (good, mid)
+    bound = sign * 10.0 ** good
+    small = e_bad < 0
+    if sign < 0:
+        return f"{name} = {v:g} is too {'small' if small else 'large'} in magnitude: |{name}| must be " \
+               f"{'>=' if small else '<='} about {abs(bound):.2g}"
+    return f"{name} = {v:g} is too {'small' if small else 'large'}: {name} must be {'>=' if small else '<='} " \
+           f"about {bound:.2g}"
+
+
+_WINDOW = 64
+
+
 def _eval_constant(expr, subs):
-    """Numeric value of a parameter-only expression; Sums are evaluated with mpmath.nsum."""
+    """Numeric value of a parameter-only expression at 30 digits; a Sum directly where its terms have decayed
+    within |j| <= 64, else by mpmath.nsum."""
     import mpmath
 
     e = expr.subs(subs)
@@ -356,7 +449,21 @@ def _eval_constant(expr, subs):
         (j, a, b), = s.limits
         f = sp.lambdify(j, s.function, "mpmath")
         with mpmath.workdps(30):
-            return sp.Float(mpmath.nsum(f, [a if a.is_finite else -mpmath.inf, b if b.is_finite else mpmath.inf]), 30)
+            lo = int(a) if a.is_finite else None
+            hi = int(b) if b.is_finite else None
+            # a summand that has decayed by 1e-40 at both ends of the window |j| <= 64: the direct sum
+            w_lo = -_WINDOW if lo is None else max(lo, -_WINDOW)
+            w_hi = _WINDOW if hi is None else min(hi, _WINDOW)
+            if w_lo + 1 < w_hi:
+                terms = [f(mpmath.mpf(i)) for i in range(w_lo, w_hi + 1)]
+                tot = mpmath.fsum(terms)
+                small = lambda t: abs(t[0]) + abs(t[1]) <= 1e-40 * abs(tot)
+                if tot and (lo == w_lo or small(terms[:2])) and (hi == w_hi or small(terms[-2:])):
+                    return sp.Float(tot, 30)
+            # otherwise Richardson + Shanks, and Euler-Maclaurin: extrapolation alone misjudges wide summands (the
+            # discrete Gaussian's normaliser at sigma >= 300 came out 1e-3 to 100% low); nsum keeps the best
+            lims = [a if a.is_finite else -mpmath.inf, b if b.is_finite else mpmath.inf]
+            return sp.Float(mpmath.nsum(f, lims, method="r+s+e"), 30)
 
     e = e.replace(lambda z: isinstance(z, sp.Sum), num_sum)
     try:
@@ -366,9 +473,7 @@ def _eval_constant(expr, subs):
 
 
 def _check_eps_array(epsilon):
-    eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
-    if eps.size == 0:
-        raise ParameterError("epsilon is empty")
+    eps = np.atleast_1d(real_array("epsilon", epsilon))
     if np.any(np.isnan(eps)) or np.any(eps < 0):
         bad = eps[np.isnan(eps) | (eps < 0)][0]
         raise ParameterError(f"epsilon must lie in [0, inf], got {bad!r}")

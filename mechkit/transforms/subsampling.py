@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from ..errors import ParameterError, check_finite_real
+from ..errors import ParameterError, check_real
 from ..laws.family import Family, Mechanism
 
 RATE = sp.Symbol("sampling_rate", positive=True)
@@ -26,9 +26,12 @@ def subsampled_family(family):
         dom = family.spec
         domain = (sp.FiniteSet(*dom.points) if dom.kind == "finite" else
                   sp.Integers if dom.kind == "integers" else sp.Interval(dom.lo, dom.hi))
+        # the family's own derived constants (e.g. the discrete Gaussian's normalising Sum, extracted as _const0)
+        # stay constants of the subsampled family: evaluated at bind time, never parameters
+        derived = {RATE_C: 1 - RATE, **dict(family._consts)}
         _SUBSAMPLED[key] = (family, Family(p2, family.q, family.var, name=f"subsampled_{family.name}",
-                                           domain=domain, constraints={"sampling_rate": "(0, 1]"},
-                                           derived={RATE_C: 1 - RATE}, defaults=family.defaults))
+                                           domain=domain, constraints={**family.constraints, "sampling_rate": "(0, 1]"},
+                                           derived=derived, defaults=family.defaults))
     return _SUBSAMPLED[key][1]
 
 
@@ -36,6 +39,6 @@ def subsample(mechanism, q):
     """Poisson subsampling of a bound mechanism at rate q in (0, 1]."""
     if not isinstance(mechanism, Mechanism):
         raise ParameterError(f"subsample expects a Mechanism, got {type(mechanism).__name__}")
-    rate = check_finite_real("q", q, low=0.0, high=1.0, high_open=False)
+    rate = check_real("q", q, low=0.0, high=1.0, high_open=False)
     fam = subsampled_family(mechanism.family)
     return fam(**mechanism.params, sampling_rate=rate)

@@ -1,0 +1,313 @@
+"""Cheap checks of a family's densities at bound parameter values, before the (slow) symbolic derivation.
+
+``screen(family, theta)`` evaluates p and q (lambdified SymPy, NumPy) on a grid over the domain and raises
+``SpecificationError`` where
+
+* a density is negative, or not a real number, at a grid point.  Every such point is confirmed with mpmath at 40
+  digits before it is reported (a NaN of an overflowing double proves nothing), so no valid density is refused;
+* a density clearly does not integrate (sum) to 1.  Finite domains are summed exactly.  On the integers the sum
+  over the grid's points is a lower bound, so only a sum above 1 is reported.  Continuous densities are integrated
+  by Gauss-Legendre between grid points, refined where the rules disagree or a peak or steep tail falls between
+  nodes; a total above 1 is reported, a total below 1 - ``SHORT_TOL`` only where every sampled peak is resolved
+  and the density has fallen to negligible values at the grid's outer points.  Anything inconclusive is left to
+  the exact check of ``laws.core`` after the derivation (tolerance ``NORMALISATION_TOL``).
+
+The grid is anchored where location-scale families put their mass: around 0, the domain's ends and the parameter
+values, at the parameter values' scales and geometrically out to 1e9.  The one way a valid density could be refused
+is a total below 1 from a component narrower than the grid's spacing, far from every anchor, beside a resolved one
+(e.g. a mixture with a spike at a product of parameters); location-scale densities, their mixtures over the
+parameters and all of the catalog are anchored.  Any failure to evaluate (an unsupported function, an exception)
+makes the check inconclusive.
+
+``density_at(family, which, x, theta)`` is the same mpmath evaluation at one point (``Mechanism`` uses it to tell a
+density that is negative from one whose compiled kernels over- or underflow at the parameter values).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import sympy as sp
+
+from ..errors import SpecificationError
+
+#: continuous densities: a total this far below 1 is reported before the derivation (when the quadrature is
+#: conclusive); totals above 1 are reported beyond the core's tolerance plus the quadrature's error
+SHORT_TOL = 1e-3
+#: tolerance of the exact sums of finite domains (as the core's NORMALISATION_TOL)
+SUM_TOL = 1e-6
+MP_DPS = 40
+_GL8 = np.polynomial.legendre.leggauss(8)
+_GL16 = np.polynomial.legendre.leggauss(16)
+MAX_INTERVALS = 400_000
+
+
+def _functions(family):
+    """(NumPy p, NumPy q, mpmath p, mpmath q, ends) lambdified once per family: args (x, *params, *consts)."""
+    got = family.__dict__.get("_screen_fns")
+    if got is None:
+        args = [family.var, *family.parameters, *[c for c, _ in family._consts]]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            # dummify: the printed code names only dummies, whatever the symbols are called
+            fns = [sp.lambdify(args, e, modules=m, dummify=True)
+                   for m in (["scipy", "numpy"], "mpmath") for e in (family.p, family.q)]
+            ends = [sp.lambdify(args[1:], e, modules="mpmath", dummify=True) for e in (family.spec.lo, family.spec.hi)]
+        got = family._screen_fns = (fns[0], fns[1], fns[2], fns[3], ends)
+    return got
+
+
+def _numpy_values(fn, xs, theta):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        v = fn(xs, *theta)
+    v = np.asarray(v)
+    if np.iscomplexobj(v):
+        v = np.where(np.imag(v) == 0, np.real(v), np.nan)
+    return np.broadcast_to(np.asarray(v, dtype=float), xs.shape)
+
+
+def density_at(family, which, x, theta):
+    """p(x) (``which`` = "p") or q(x) with mpmath at 40 digits: an mpf, an mpc (not real), or None (no value)."""
+    import mpmath
+
+    fn = _functions(family)[2 if which == "p" else 3]
+    try:
+        with mpmath.workdps(MP_DPS):
+            r = fn(mpmath.mpf(float(x)), *[mpmath.mpf(float(t)) for t in theta])
+            if isinstance(r, mpmath.mpc) and r.imag == 0:
+                r = r.real
+            if not isinstance(r, (mpmath.mpf, mpmath.mpc)):
+                r = mpmath.mpmathify(r)
+            return r
+    except Exception:
+        return None
+
+
+def _confirm(family, which, xs, vals, theta):
+    """The first grid point where the density is confirmed negative or not real: (x, value) or None."""
+    import mpmath
+
+    finite = vals[np.isfinite(vals)]
+    scale = float(np.max(np.abs(finite))) if finite.size else 1.0
+    neg = np.nonzero(vals < 0)[0]
+    neg = neg[np.argsort(vals[neg] / max(scale, 1e-300))][:8]  # the most negative first
+    nan = np.nonzero(np.isnan(vals))[0]
+    nan = nan[np.argsort(np.abs(xs[nan]))][:8]
+    for i in np.concatenate((neg, nan)).astype(int):
+        r = density_at(family, which, xs[i], theta)
+        if r is None:
+            continue
+        if isinstance(r, mpmath.mpc):
+            if abs(r.imag) > 1e-25 * max(scale, abs(r.real)):
+                return float(xs[i]), complex(r)
+            continue
+        if mpmath.isnan(r):
+            continue
+        if r < 0 and abs(r) > 1e-25 * max(scale, 1e-300):
+            return float(xs[i]), float(r)
+    return None
+
+
+def _end(fn, theta):
+    try:
+        import mpmath
+
+        v = fn(*[mpmath.mpf(float(t)) for t in theta])
+        return float(v)
+    except Exception:
+        return math.nan
+
+
+def _anchors(theta, lo, hi):
+    """Centres (0, the finite domain ends, +-parameter values) and scales (1, |v|, 1/|v|) of the grid."""
+    vals = [abs(float(t)) for t in theta if math.isfinite(t) and 1e-12 <= abs(t) <= 1e12]
+    centres = {0.0, *vals, *[-v for v in vals]}
+    centres |= {e for e in (lo, hi) if math.isfinite(e)}
+    scales = {1.0, *vals, *[1.0 / v for v in vals]}
+    return sorted(centres), sorted(s for s in scales if 1e-9 <= s <= 1e9)
+
+
+def _continuous_grid(theta, lo, hi):
+    centres, scales = _anchors(theta, lo, hi)
+    geo = np.geomspace(1e-9, 1e9, 721)
+    lin = np.linspace(-30.0, 30.0, 241)
+    parts = []
+    for c in centres:
+        parts += [c - geo, [c], c + geo]
+        parts += [c + s * lin for s in scales]
+    if math.isfinite(lo) and math.isfinite(hi):
+        parts.append(np.linspace(lo, hi, 4001))
+    xs = np.unique(np.concatenate([np.asarray(p, float) for p in parts]))
+    xs = xs[np.isfinite(xs)]
+    return xs[(xs > lo) & (xs < hi)]
+
+
+def _integer_grid(theta):
+    centres, scales = _anchors(theta, -math.inf, math.inf)
+    parts = [np.arange(-2000.0, 2001.0)]
+    pw = 2.0 ** np.arange(0, 53)
+    parts += [-pw, pw]
+    for c in centres:
+        c = round(c)
+        parts.append(c + np.arange(-200.0, 201.0))
+        for s in scales:
+            if s > 1:
+                parts.append(np.round(c + s * np.linspace(-30.0, 30.0, 241)))
+    xs = np.unique(np.concatenate(parts))
+    return xs[np.abs(xs) <= 2.0 ** 53]
+
+
+def _gl(fn, a, b, theta, rule):
+    nodes, weights = rule
+    mid, half = 0.5 * (a + b), 0.5 * (b - a)
+    x = (mid[:, None] + half[:, None] * nodes[None, :]).ravel()
+    v = _numpy_values(fn, x, theta).reshape(a.size, -1)
+    return np.sum(v * weights[None, :], axis=1) * half
+
+
+def _integral(fn, xs, theta):
+    """(total, error bound) of the density over the grid's span by Gauss-Legendre 8/16 per grid interval, bad
+    intervals split adaptively; None where the integrand is not a finite number everywhere used.
+
+    An interval is bad where the two rules disagree, or where the density at an end times the interval's length
+    exceeds 4 times the integral (a peak or a steep tail that the nodes step over: both rules would agree on a
+    value that misses the mass)."""
+    a, b = xs[:-1], xs[1:]
+    done, err = 0.0, 0.0
+    seen, rounds = 0, 0
+    while a.size:
+        seen += a.size
+        rounds += 1
+        i16 = _gl(fn, a, b, theta, _GL16)
+        i8 = _gl(fn, a, b, theta, _GL8)
+        ends = np.maximum(_numpy_values(fn, a, theta), _numpy_values(fn, b, theta))
+        if not (np.all(np.isfinite(i16)) and np.all(np.isfinite(i8))):
+            return None
+        ends = np.where(np.isfinite(ends), ends, 0.0)  # a finite domain end may be a (integrable) singularity
+        total = done + float(np.sum(i16))
+        tol = 1e-10 * max(total, 1e-300) + 1e-300
+        diff = np.abs(i16 - i8)
+        bad = (diff > tol) | (ends * (b - a) > 4.0 * np.abs(i16) + tol)
+        done += float(np.sum(i16[~bad]))
+        if not bad.any():
+            break
+        if seen > MAX_INTERVALS or rounds >= 60:
+            done += float(np.sum(i16[bad]))
+            err += float(np.sum(diff[bad]))
+            break
+        a, b = a[bad], b[bad]
+        if np.any(b - a <= 64 * np.finfo(float).eps * np.maximum(np.abs(a), np.abs(b))):
+            return None  # a feature narrower than the doubles' spacing there: no quadrature can resolve it
+        q = (b - a) / 4.0
+        a, b = (np.concatenate([a + j * q for j in range(4)]), np.concatenate([a + (j + 1) * q for j in range(4)]))
+    return done, err
+
+
+def _peaks_resolved(vals):
+    """Every local maximum of the sampled density has both neighbours within a factor 1e3 of it (a peak far
+    narrower than the grid spacing would not be seen)."""
+    v = np.where(np.isfinite(vals), vals, 0.0)
+    top = float(v.max()) if v.size else 0.0
+    if not top > 0:
+        return False
+    inner = v[1:-1]
+    peak = (inner >= v[:-2]) & (inner >= v[2:]) & (inner > 1e-6 * top)
+    idx = np.nonzero(peak)[0] + 1
+    return bool(np.all((v[idx - 1] >= 1e-3 * v[idx]) & (v[idx + 1] >= 1e-3 * v[idx])))
+
+
+def _tails_negligible(xs, vals, lo, hi):
+    """Beyond the grid's outermost points (towards an infinite end) the density has fallen below 1e-12 of its
+    sampled maximum and times |x| below 1e-9 (a density still flat there, e.g. a Laplace of scale 1e20, is not)."""
+    top = float(np.max(vals)) if vals.size else 0.0
+    ok = top > 0
+    for end, i in ((lo, 0), (hi, -1)):
+        if math.isinf(end):
+            ok &= bool(abs(xs[i]) * vals[i] < 1e-9 and vals[i] <= 1e-12 * top)
+    return ok
+
+
+def _not_normalised(name, kind, total, at_least=False):
+    verb = "integrates" if kind == "continuous" else "sums"
+    word = "density" if kind == "continuous" else "pmf"
+    return SpecificationError(f"{word} {name} {verb} to {'at least ' if at_least else ''}{total:.6g} over the "
+                              "domain, not 1 (a numerical check at the parameter values, before the derivation); "
+                              "check the normalising constant")
+
+
+def screen(family, theta):
+    """Raise ``SpecificationError`` for a density that is confirmed negative or not real somewhere on a grid over
+    the domain, or clearly not normalised (module docstring); return quietly when all is well or inconclusive."""
+    try:
+        fnp, fnq, _, _, ends = _functions(family)
+    except Exception:
+        return
+    theta = [float(t) for t in theta]
+    spec = family.spec
+    if spec.kind == "continuous":
+        lo, hi = _end(ends[0], theta), _end(ends[1], theta)
+        if math.isnan(lo) or math.isnan(hi) or not lo < hi:
+            return  # the core reports an empty or undefined domain
+        xs = _continuous_grid(theta, lo, hi)
+    elif spec.kind == "finite":
+        lo, hi = -math.inf, math.inf
+        xs = np.asarray(spec.points, float)
+    else:
+        lo, hi = -math.inf, math.inf
+        xs = _integer_grid(theta)
+    if not xs.size:
+        return
+    for name, fn in (("p", fnp), ("q", fnq)):
+        try:
+            vals = _numpy_values(fn, xs, theta)
+        except Exception:
+            continue
+        bad = _confirm(family, name, xs, vals, theta) if np.any(~(vals >= 0)) else None
+        if bad is not None:
+            x, r = bad
+            what = "negative" if isinstance(r, float) else "not a real number"
+            word = "density" if spec.kind == "continuous" else "pmf"
+            raise SpecificationError(f"{word} {name} is {what} at x = {x:g} ({name}(x) = {r:.6g}); a density "
+                                     "must be non-negative on its whole domain")
+        tails_ok = True
+        if spec.kind == "continuous" and not np.all(np.isfinite(vals)):
+            # NumPy's evaluation often overflows far out (exp(-x/b) at x = -1e9: inf/inf); integrate over the
+            # finite middle, and trust its ends as the tails only where mpmath finds the density negligible there
+            fin = np.nonzero(np.isfinite(vals))[0]
+            if fin.size < 3 or not np.all(np.isfinite(vals[fin[0]:fin[-1] + 1])):
+                continue  # a singularity or an overflow inside: the core decides
+            for j in (fin[0] - 1, fin[-1] + 1):
+                if 0 <= j < xs.size:
+                    r = density_at(family, name, xs[j], theta)
+                    try:
+                        tails_ok &= bool(r is not None and 0 <= float(r) and abs(xs[j]) * float(r) < 1e-9)
+                    except (TypeError, ValueError):
+                        tails_ok = False
+            xs_n, vals_n = xs[fin[0]:fin[-1] + 1], vals[fin[0]:fin[-1] + 1]
+            lo_n = lo if fin[0] == 0 else -math.inf
+            hi_n = hi if fin[-1] == xs.size - 1 else math.inf
+        elif not np.all(np.isfinite(vals)):
+            continue  # overflow, or a singularity: the core decides
+        else:
+            xs_n, vals_n, lo_n, hi_n = xs, vals, lo, hi
+        if spec.kind == "finite":
+            total = float(np.sum(vals))
+            if abs(total - 1.0) > SUM_TOL:
+                raise _not_normalised(name, spec.kind, total)
+        elif spec.kind == "integers":
+            total = float(np.sum(vals))  # a lower bound: only a total clearly above 1 is conclusive
+            if total > 1.0 + SUM_TOL * max(1.0, total):
+                raise _not_normalised(name, spec.kind, total, at_least=True)
+        else:
+            span = np.concatenate(([lo_n] if math.isfinite(lo_n) else [], xs_n, [hi_n] if math.isfinite(hi_n) else []))
+            got = _integral(fn, span, theta)  # from a finite end itself: no mass next to it is left out
+            if got is None:
+                continue
+            total, err = got
+            if total - err > 1.0 + SUM_TOL:
+                raise _not_normalised(name, spec.kind, total)
+            if (total + err < 1.0 - SHORT_TOL and tails_ok and _peaks_resolved(vals_n)
+                    and _tails_negligible(xs_n, vals_n, lo_n, hi_n)):
+                raise _not_normalised(name, spec.kind, total)
