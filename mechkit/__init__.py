@@ -22,7 +22,8 @@ from .individual import (AdaptiveGDPFilter, GDPFilter, GDPOdometer, IndividualPL
 from .individual import pld as individual_pld
 from .laws import catalog as _catalog
 from .laws.catalog import catalog
-from .laws.family import PLRV, Family, Mechanism
+from .laws.family import Family, Mechanism
+from .laws.plrv import PLRV
 from .transforms import subsample, subsampled_family
 
 __version__ = "0.1.0"

@@ -1,0 +1,423 @@
+"""The law of L for densities on an interval of the real line: the domain cut into pieces on which L is flat (an
+atom) or strictly monotone, L's values at the ends (``limits``), inverses, masses by closed form or quadrature,
+and the validation of the densities (non-negative, normalised).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..engine import numerics as N
+from ..errors import SpecificationError
+from . import limits
+from .core import (
+    GL8,
+    GL16,
+    NEG_INF,
+    NORMALISATION_TOL,
+    QUAD_RTOL,
+    AtomSet,
+    DensityUndefined,
+    Law,
+    combine_cgf,
+    infinite_cgf,
+    lse,
+    memo_cgf,
+    memo_vector,
+)
+
+
+class _Piece:
+    __slots__ = ("a", "b", "key", "v", "flat", "inc", "La", "Lb", "inv", "logmass", "beyond")
+
+
+class ContinuousCore(Law):
+    """Law of L for densities on an interval of the real line."""
+
+    def __init__(self, structure, mod, theta):
+        self.st, self.mod, self.theta = structure, mod, np.ascontiguousarray(theta, dtype=float)
+        self._k = N.kernel_refs(mod)
+        lo = -np.inf if structure["lo"] is None else self._const(structure["lo"])
+        hi = np.inf if structure["hi"] is None else self._const(structure["hi"])
+        if not lo < hi:
+            raise SpecificationError(f"the domain is empty: lower end {lo} is not below upper end {hi}")
+        self.lo, self.hi = lo, hi
+        self.pieces = self._make_pieces()
+        atoms = [(p.La, p.logmass[0], p.logmass[1]) for p in self.pieces if p.flat]
+        self.atoms = AtomSet([a[0] for a in atoms], [a[1] for a in atoms], [a[2] for a in atoms])
+        self.mono = [p for p in self.pieces if not p.flat]
+        vals = [p.La for p in self.pieces] + [p.Lb for p in self.pieces]
+        self.support = (float(np.nanmin(vals)), float(np.nanmax(vals)))
+        self._cgf_closed = None
+        self.cgf_source = "quadrature"
+
+    # -- small evaluation helpers ---------------------------------------------------------------
+    def _const(self, name):
+        return float(N.cmap(self._k(name), self.theta))
+
+    def _f(self, name, x):
+        return float(self._k(name)(float(x), self.theta))
+
+    def _vec(self, name, xs):
+        return N.vmap(self._k(name), np.ascontiguousarray(xs, dtype=float), self.theta)
+
+    # -- structure ---------------------------------------------------------------------------------
+    def _sample_point(self, a, b):
+        if np.isfinite(a) and np.isfinite(b):
+            return 0.5 * (a + b)
+        if np.isfinite(a):
+            return a + max(1.0, abs(a))
+        if np.isfinite(b):
+            return b - max(1.0, abs(b))
+        return 0.0
+
+    def _key_at(self, x):
+        signs = []
+        for name in self.st["abs_args"]:
+            v = self._f(name, x)
+            signs.append("+" if v >= 0 else "-")
+        return "".join(signs) or "0"
+
+    def _split_points(self):
+        pts = []
+        for name in self.st["breakpoints"]:
+            pts.append(self._const(name))
+        for v in self.st["variants"].values():
+            for name in v["crit"] or []:
+                pts.append(self._const(name))
+        pts = [x for x in pts if np.isfinite(x) and self.lo < x < self.hi]
+        edges = sorted(set([self.lo, self.hi] + pts))
+        # numeric critical points where SymPy could not solve dL = 0
+        out = [edges[0]]
+        for a, b in zip(edges[:-1], edges[1:]):
+            v = self.st["variants"][self._key_at(self._sample_point(a, b))]
+            if v["crit"] is None and not v["flat"]:
+                out.extend(self._scan_critical(v, a, b))
+            out.append(b)
+        return sorted(set(out))
+
+    def _scan_critical(self, v, a, b):
+        lo = a if np.isfinite(a) else -1e6 * (1 + abs(b if np.isfinite(b) else 0))
+        hi = b if np.isfinite(b) else 1e6 * (1 + abs(a if np.isfinite(a) else 0))
+        xs = np.concatenate((np.linspace(lo, hi, 4001)[1:-1],
+                             np.sign(np.linspace(-1, 1, 2001)) * np.logspace(-6, 6, 2001)))
+        xs = np.unique(xs[(xs > lo) & (xs < hi)])
+        d = self._vec(v["dL"], xs)
+        roots = []
+        for i in np.nonzero(np.sign(d[:-1]) * np.sign(d[1:]) < 0)[0]:
+            roots.append(float(N.invert_monotone(self._k(v["dL"]), 0.0, xs[i], xs[i + 1], d[i] < 0, self.theta)))
+        return roots
+
+    def _limit_L(self, v, x):
+        """L at a piece end; at +/-inf from the symbolic limit, checked against numeric evidence (``limits``)."""
+        if np.isfinite(x):
+            return self._f(v["L"], x)
+        walk = limits.double_walk(self._vec(v["L"], np.copysign(limits.WALK, x)))  # one compiled pass
+        names = [v.get(end) for end in (("Llo", "Llo_raw") if x < 0 else ("Lhi", "Lhi_raw"))]
+        sym = [self._const(n) for n in names if n is not None]
+
+        def high_precision():
+            fn = getattr(self.mod, "mp_" + v["L"], None)
+            return None if fn is None else limits.high_precision_walk(fn, self.theta, 1 if x > 0 else -1)
+
+        def symbolic_at_values():
+            return limits.symbolic_limit_at(v.get("Lexpr"), self.st.get("var"), self.st.get("theta"), self.theta, x)
+
+        return limits.decide(sym, walk, high_precision, x, symbolic_at_values)
+
+    def _make_pieces(self):
+        """The pieces between split points; each piece's densities are checked on a grid and the masses
+        validated (``_validate``) before the costly parts (limits of L, the choice of inverse)."""
+        edges = self._split_points()
+        pieces = []
+        for a, b in zip(edges[:-1], edges[1:]):
+            pc = _Piece()
+            pc.a, pc.b = a, b
+            pc.key = self._key_at(self._sample_point(a, b))
+            pc.v = self.st["variants"][pc.key]
+            pc.flat = pc.v["flat"]
+            self._check_defined(pc)
+            pc.inv = None
+            pc.beyond = {}
+            pc.logmass = [self._piece_logmass(pc, m) for m in (0, 1)]
+            pieces.append(pc)
+        self._validate(pieces)
+        for pc in pieces:
+            v, a, b, xm = pc.v, pc.a, pc.b, self._sample_point(pc.a, pc.b)
+            pc.La = self._limit_L(v, a)
+            pc.Lb = self._limit_L(v, b)
+            if pc.flat:
+                pc.La = pc.Lb = self._f(v["L"], xm)
+                pc.inc = True
+            else:
+                d = self._f(v["dL"], xm)
+                if d == 0 or not math.isfinite(d):
+                    d = pc.Lb - pc.La
+                pc.inc = d > 0
+            if not pc.flat:
+                pc.inv = self._pick_inverse(pc)
+        return pieces
+
+    def _pick_inverse(self, pc):
+        lo, hi = min(pc.La, pc.Lb), max(pc.La, pc.Lb)
+        if np.isfinite(lo) and np.isfinite(hi):
+            tests = [lo + 0.5 * (hi - lo), lo + 0.2 * (hi - lo), lo + 0.8 * (hi - lo)]
+        elif np.isfinite(lo):
+            tests = [lo + 1.0, lo + 0.01, lo + 10.0]
+        elif np.isfinite(hi):
+            tests = [hi - 1.0, hi - 0.01, hi - 10.0]
+        else:
+            tests = [0.0, -3.0, 3.0]
+        for name in pc.v["inv"]:
+            ok = True
+            for s in tests:
+                x = self._f(name, s)
+                inside = math.isfinite(x) and pc.a <= x <= pc.b
+                if not (inside and abs(self._f(pc.v["L"], x) - s) <= 1e-8 * (1 + abs(s))):
+                    ok = False
+                    break
+            if ok:
+                return name
+        return None
+
+    # -- masses --------------------------------------------------------------------------------------
+    def _logdens(self, pc, m):
+        return pc.v["logp"] if m == 0 else pc.v["logq"]
+
+    def _quad_logmass(self, pc, m, u, v):
+        if not v > u:
+            return NEG_INF
+        f = self._k(self._logdens(pc, m))
+        xs, gs, w = N.peak_scan(1, f, f, u, v, 0.0, self.theta)
+        if not np.isfinite(gs):
+            return NEG_INF
+        res, _ = N.gk_integrate(1, f, f, f, u, v, xs, w, 0.0, gs, 0.0, 0, self.theta, QUAD_RTOL, 8)
+        return math.log(res[0]) + gs if res[0] > 0 else NEG_INF
+
+    def _piece_logmass(self, pc, m):
+        return float(self._logmass(pc, m, np.array([pc.a]), np.array([pc.b]))[0])
+
+    def _logmass(self, pc, m, u, v):
+        """log of the P_m-mass of (u_i, v_i) inside piece pc (arrays)."""
+        u = np.asarray(u, float)
+        v = np.asarray(v, float)
+        out = np.full(u.shape, NEG_INF)
+        ok = v > u
+        if not ok.any():
+            return out
+        tag = "p" if m == 0 else "q"
+        vv = pc.v
+        left = ok & (u == -np.inf)
+        right = ok & ~left & (v == np.inf)
+        mid = ok & ~left & ~right
+        todo = np.zeros(u.shape, bool)
+        with np.errstate(all="ignore"):
+            if left.any():
+                if vv["logFl" + tag] is not None:
+                    out[left] = self._vec(vv["logFl" + tag], v[left])
+                else:
+                    todo |= left
+            if right.any():
+                if vv["logSr" + tag] is not None:
+                    out[right] = self._vec(vv["logSr" + tag], u[right])
+                else:
+                    todo |= right
+            if mid.any():
+                if vv["G" + tag] is not None:
+                    gu = self._vec(vv["G" + tag], u[mid])
+                    gv = self._vec(vv["G" + tag], v[mid])
+                    diff = gv - gu
+                    scale = np.maximum(np.abs(gu), np.abs(gv))
+                    good = (diff > 0) & (diff > 1e-3 * scale) & np.isfinite(diff)
+                    idx = np.nonzero(mid)[0]
+                    out[idx[good]] = np.log(diff[good])
+                    todo[idx[~good]] = True
+                else:
+                    todo |= mid
+        bad = ok & ~todo & ~(out > -np.inf) & ~(out == -np.inf)
+        todo |= bad  # nan from a kernel: recompute by quadrature
+        for i in np.nonzero(todo)[0]:
+            out[i] = self._quad_logmass(pc, m, u[i], v[i])
+        return out
+
+    # -- inverse -------------------------------------------------------------------------------------
+    def _inverse(self, pc):
+        """(closed-form inverse or L, whether it is one, L) as the engine's checked inverse takes them."""
+        f = self._k(pc.v["L"])
+        return (self._k(pc.inv), True, f) if pc.inv is not None else (f, False, f)
+
+    def _invert(self, pc, s):
+        """L^{-1}(s) on the piece: the closed form where its residual checks out, else bisection."""
+        s = np.ascontiguousarray(s, dtype=float)
+        if s.size == 0:
+            return s
+        return N.checked_inverse_many(*self._inverse(pc), s, pc.a, pc.b, pc.inc, 1e-9, self.theta)
+
+    def _beyond_kernels(self, pc, m, prob):
+        """How the engine gets the P_m-mass left of x, then right of x, on the piece (``_numerics._beyond``):
+        (the closed-form log tail, 0, -) towards an infinite end, or for probabilities (``prob``) the tail
+        itself (3) where it agrees with the log form (no log/exp round trip); else, on a finite piece, (the
+        antiderivative, 1, its value at that end); else (-, 2, -): no closed form, the mass is integrated."""
+        tag = "p" if m == 0 else "q"
+        G = pc.v["G" + tag]
+        out = []
+        for end, name in ((pc.a, "Fl"), (pc.b, "Sr")):
+            tail = pc.v["log" + name + tag]
+            if np.isinf(end) and tail is not None:
+                plain = pc.v.get(name + tag)
+                if prob and plain is not None and self._plain_tail_agrees(pc, plain, tail):
+                    out.append((self._k(plain), 3, 0.0))
+                else:
+                    out.append((self._k(tail), 0, 0.0))
+            elif G is not None and np.isfinite(pc.a) and np.isfinite(pc.b):
+                out.append((self._k(G), 1, self._f(G, end)))
+            else:
+                out.append((self._k(pc.v["L"]), 2, 0.0))
+        return out
+
+    def _plain_tail_agrees(self, pc, plain, tail):
+        """The tail probability kernel matches exp(log-tail kernel) to 1e-13 wherever the tail is a normal
+        double, on points spread over the piece (the plain form could cancel where the log form does not)."""
+        lo, hi = (pc.a, pc.b)
+        mid = self._sample_point(lo, hi)
+        steps = np.geomspace(1e-3, 1e3, 25) * max(1.0, abs(mid))
+        xs = np.concatenate((mid - steps, [mid], mid + steps))
+        xs = xs[(xs > lo) & (xs < hi)]
+        with np.errstate(all="ignore"):
+            ref = np.exp(self._vec(tail, xs))
+            val = self._vec(plain, xs)
+        ok = (ref > 1e-300) & (ref <= 1.0)
+        return bool(ok.sum() >= 5 and np.all(np.abs(val[ok] - ref[ok]) <= 1e-13 * ref[ok]))
+
+    def _piece_tails(self, pc, m, s, split, closed, prob, acc):
+        """Add the piece's P_m-mass on the evaluated side of each s_i (``Law.tails``) to acc: one
+        compiled pass (inverse, check, closed-form mass); where the closed form fails or is missing, the mass
+        from x_s to the piece end is integrated (short intervals by Gauss-Legendre, else adaptively)."""
+        if (m, prob) not in pc.beyond:
+            pc.beyond[(m, prob)] = self._beyond_kernels(pc, m, prob)
+        (kl, ml, gl), (kr, mr, gr) = pc.beyond[(m, prob)]
+        xs, pending, right = np.empty(s.size), np.empty(s.size, np.int64), np.empty(s.size, np.bool_)
+        k = N.piece_tails(*self._inverse(pc), kl, ml, gl, kr, mr, gr, s, pc.a, pc.b, pc.inc, min(pc.La, pc.Lb),
+                          max(pc.La, pc.Lb), pc.logmass[m], 1e-9, split, closed, prob, self.theta, acc, xs, pending,
+                          right)
+        for r, mode in ((False, ml), (True, mr)):
+            sel = np.nonzero(right[:k] == r)[0]
+            if sel.size:
+                x, idx = xs[sel], pending[sel]
+                u, v = (x, np.full(x.size, pc.b)) if r else (np.full(x.size, pc.a), x)
+                vals = self._short_logmass(pc, m, u, v) if mode == 1 else self._logmass(pc, m, u, v)
+                acc[idx] = acc[idx] + np.exp(vals) if prob else np.logaddexp(acc[idx], vals)
+
+    def _short_logmass(self, pc, m, u, v):
+        """log of the P_m-mass of short intervals (u_i, v_i): Gauss-Legendre of orders 8 and 16 on the
+        log-density, vectorised; adaptive quadrature where the two disagree beyond 1e-12."""
+        out = np.full(u.shape, NEG_INF)
+        ok = np.isfinite(u) & np.isfinite(v) & (v > u)
+        est = []
+        for xg, wg in (GL8, GL16):
+            mid, half = 0.5 * (u + v), 0.5 * (v - u)
+            nodes = (mid[:, None] + half[:, None] * xg[None, :]).ravel()
+            with np.errstate(all="ignore"):
+                ld = self._vec(self._logdens(pc, m), np.where(np.isfinite(nodes), nodes, 0.0)).reshape(u.size, -1)
+                g = np.max(ld, axis=1, keepdims=True)
+                tot = np.sum(wg[None, :] * np.exp(ld - g), axis=1) * half
+                est.append(np.log(tot) + g[:, 0])
+        agree = ok & np.isfinite(est[1]) & (np.abs(est[0] - est[1]) <= 1e-12 * np.maximum(1.0, np.abs(est[1])))
+        out[agree] = est[1][agree]
+        for i in np.nonzero(ok & ~agree)[0]:
+            out[i] = self._quad_logmass(pc, m, u[i], v[i])
+        return out
+
+    def pdf(self, m, s):
+        s = np.atleast_1d(np.asarray(s, float))
+        out = np.zeros(s.shape)
+        for pc in self.mono:
+            lo, hi = min(pc.La, pc.Lb), max(pc.La, pc.Lb)
+            inside = (s > lo) & (s < hi)
+            if inside.any():
+                xs = self._invert(pc, s[inside])
+                with np.errstate(all="ignore"):
+                    dens = np.exp(self._vec(self._logdens(pc, m), xs)) / np.abs(self._vec(pc.v["dL"], xs))
+                out[inside] += np.where(np.isfinite(dens), dens, 0.0)
+        return out
+
+    # -- CGF -----------------------------------------------------------------------------------------
+    def set_closed_cgf(self, names):
+        self._cgf_closed = names
+        self.cgf_source = "closed form"
+
+    def cgf(self, tau, order=0):
+        return memo_cgf(self, float(tau), order)
+
+    def _f_closed(self, name, tau):
+        return self._f(name, tau)
+
+    def _cgf_uncached(self, tau, order):
+        if self._cgf_closed is not None and order < len(self._cgf_closed):
+            val = self._f(self._cgf_closed[order], tau)
+            if math.isfinite(val):
+                return val
+        return self.cgf_quadrature(tau, order)
+
+    def cgf_vector(self, tau, n=4):
+        """[K(tau), K'(tau), ..., K^(n)(tau)] in one pass (closed forms where attached, else quadrature)."""
+        return memo_vector(self, float(tau), n)
+
+    def tilted_abs3(self, tau):
+        """E|L_tau - K'(tau)|^3 for the tau-tilted loss (quadrature; the Berry-Esseen term of the SPA)."""
+        return self.cgf_quadrature(tau, 3, abs3=True)
+
+    def cgf_quadrature(self, tau, order=0, vector=False, abs3=False):
+        """K^(order)(tau) by adaptive quadrature of tilted central moments.
+
+        ``vector``: return [K, K', ..., K^(order)]; ``abs3``: return the tilted absolute third central moment.
+        """
+        cache = self._tilted_pieces(tau)
+        if cache is None:
+            return infinite_cgf(order, vector)
+        parts = []  # (log-shift, I0, I1) per monotone piece
+        for pc, lp, lq, L, xs, w, gs in cache:
+            res, _ = N.gk_integrate(0, lp, lq, L, pc.a, pc.b, xs, w, tau, gs, 0.0, 1, self.theta, QUAD_RTOL, 8)
+            parts.append((gs, res[0], res[1]))
+        at = self.atoms
+        mode = 3 if abs3 else 0
+        return combine_cgf(parts, at, tau, order, lambda mu, nm: [
+            (gs_, N.gk_integrate(mode, lp_, lq_, L_, pc_.a, pc_.b, xs_, w_, tau, gs_, mu, 0 if abs3 else nm,
+                                 self.theta, QUAD_RTOL, 8)[0])
+            for pc_, lp_, lq_, L_, xs_, w_, gs_ in cache], vector=vector, abs3=abs3)
+
+    # -- validation ----------------------------------------------------------------------------------
+    def _probe_points(self, pc):
+        """Points inside a piece where its log-densities are checked: the sample point and geometric offsets of
+        1e-3 to 1e3 times its scale on both sides (open interval)."""
+        c = self._sample_point(pc.a, pc.b)
+        offs = np.geomspace(1e-3, 1e3, 13) * max(1.0, abs(c))
+        xs = np.concatenate(([c], c - offs, c + offs))
+        if np.isfinite(pc.a) and np.isfinite(pc.b):
+            xs = np.concatenate((xs, np.linspace(pc.a, pc.b, 17)[1:-1]))
+        return np.unique(xs[np.isfinite(xs) & (xs > pc.a) & (xs < pc.b)])
+
+    def _check_defined(self, pc):
+        """Both log-density kernels are numbers (not NaN) at the piece's probe points; else ``DensityUndefined``
+        (a negative density, or kernels that over- or underflow at the parameter values: ``Mechanism`` tells
+        which)."""
+        xs = self._probe_points(pc)
+        for m, name in ((0, "p"), (1, "q")):
+            with np.errstate(all="ignore"):
+                lv = self._vec(self._logdens(pc, m), xs)
+            bad = np.nonzero(np.isnan(lv))[0]
+            if bad.size:
+                x = float(xs[bad[np.argmin(np.abs(xs[bad] - self._sample_point(pc.a, pc.b)))]])
+                raise DensityUndefined(name, x, "density")
+
+    def _validate(self, pieces):
+        """Normalisation of p and q, and supports that overlap (the masses of all pieces)."""
+        for m, name in ((0, "p"), (1, "q")):
+            total = math.exp(lse([pc.logmass[m] for pc in pieces]))
+            if not abs(total - 1.0) <= NORMALISATION_TOL:
+                raise SpecificationError(
+                    f"density {name} integrates to {total:.10g} over the domain, not 1 "
+                    f"(tolerance {NORMALISATION_TOL:g}); check the normalising constant")
+        if all(pc.logmass[0] == NEG_INF or pc.logmass[1] == NEG_INF for pc in pieces):
+            raise SpecificationError("p and q have disjoint supports: the privacy loss is infinite everywhere")

@@ -1,0 +1,133 @@
+"""The law of L for pmfs on the integers or a finite set: the support enumerated over its significant range, L and
+the masses as arrays, the CGF by exact sums.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..engine import numerics as N
+from ..errors import SpecificationError
+from .core import NEG_INF, NORMALISATION_TOL, AtomSet, DensityUndefined, Law, combine_cgf, lse, memo_cgf, memo_vector
+
+
+class DiscreteCore(Law):
+    """Law of L for probability mass functions on a finite set or the integers."""
+
+    MAX_POINTS = 20_000_000
+
+    def __init__(self, structure, mod, theta):
+        self.st, self.mod, self.theta = structure, mod, np.ascontiguousarray(theta, dtype=float)
+        ref = N.kernel_refs(mod)
+        lp_k, lq_k = ref(structure["logp"]), ref(structure["logq"])
+        self._lp, self._lq = lp_k, lq_k
+        if structure["kind"] == "finite":
+            xs = np.asarray(structure["points"], float)
+        else:
+            xs = self._integer_window()
+        with np.errstate(all="ignore"):
+            lp = N.vmap(lp_k, xs, self.theta)
+            lq = N.vmap(lq_k, xs, self.theta)
+        for name, arr in (("p", lp), ("q", lq)):
+            bad = np.isnan(arr) | (arr == np.inf)
+            if bad.any():
+                raise DensityUndefined(name, xs[bad][0], "pmf")
+            total = math.exp(lse(arr))
+            if not abs(total - 1.0) <= NORMALISATION_TOL:
+                raise SpecificationError(f"pmf {name} sums to {total:.10g} over the domain, not 1 "
+                                         f"(tolerance {NORMALISATION_TOL:g}); check the normalising constant")
+        # the window holds all mass down to e^-800: renormalising removes the normaliser's rounding
+        lp = lp - lse(lp)
+        lq = lq - lse(lq)
+        keep = (lp > NEG_INF) | (lq > NEG_INF)
+        lp, lq, xs = lp[keep], lq[keep], xs[keep]
+        if not np.any((lp > NEG_INF) & (lq > NEG_INF)):
+            raise SpecificationError("p and q have disjoint supports: the privacy loss is infinite everywhere")
+        with np.errstate(all="ignore"):
+            Lk = N.vmap(ref(structure["L"]), xs, self.theta)
+            # the derived loss is exact on flat stretches where lp - lq would pick up rounding
+            # where one log-pmf kernel underflows to -inf (e.g. a mixture's log evaluated as log(sum of exps)) but
+            # the derived loss is finite, that pmf is positive there: p = q e^L exactly (not an atom at +-inf)
+            fin = np.isfinite(Lk)
+            lp = np.where((lp == NEG_INF) & (lq > NEG_INF) & fin, lq + Lk, lp)
+            lq = np.where((lq == NEG_INF) & (lp > NEG_INF) & fin, lp - Lk, lq)
+            Lk = np.where(fin & (np.abs(Lk - (lp - lq)) <= 1e-9 * (1 + np.abs(Lk))), Lk, lp - lq)
+            L = np.where(lq == NEG_INF, np.inf, np.where(lp == NEG_INF, -np.inf, Lk))
+        self.points = xs
+        self.atoms = AtomSet(L, lp, lq)
+        self.mono = []
+        self.support = (float(self.atoms.values[0]), float(self.atoms.values[-1]))
+        self._cgf_closed = None
+        self.cgf_source = "exact sum"
+
+    def _integer_window(self):
+        th = self.theta
+
+        def g(k):
+            return max(self._lp(float(k), th), self._lq(float(k), th))
+
+        cands = [0] + [s * 2 ** j for j in range(0, 45) for s in (-1, 1)]
+        vals = [g(k) for k in cands]
+        best = int(np.nanargmax(vals)) if not all(v != v for v in vals) else 0
+        kmax, gmax = cands[best], vals[best]
+        if not math.isfinite(gmax):
+            for k in cands:  # a NaN: the pmf is negative there, or its kernels overflow at the parameter values
+                for name, f in (("p", self._lp), ("q", self._lq)):
+                    if math.isnan(f(float(k), th)):
+                        raise DensityUndefined(name, k, "pmf")
+            raise SpecificationError("the pmf is zero or undefined everywhere it was probed")
+        thr = gmax - 800.0
+        ends = []
+        for side in (-1, 1):
+            step, inner = 1, kmax
+            while True:
+                k = kmax + side * step
+                if not g(k) > thr:
+                    break
+                inner = k
+                step *= 2
+                if step > 2 ** 45:
+                    raise SpecificationError("the pmf does not decay: its support is too wide to enumerate")
+            outer = kmax + side * step
+            while abs(outer - inner) > 1:  # last point above threshold between inner and outer
+                mid = (inner + outer) // 2
+                if g(mid) > thr:
+                    inner = mid
+                else:
+                    outer = mid
+            ends.append(inner)
+        lo, hi = ends
+        if hi - lo + 1 > self.MAX_POINTS:
+            raise SpecificationError(f"the pmf's support has {hi - lo + 1} significant points, more than "
+                                     f"{self.MAX_POINTS} can be enumerated")
+        return np.arange(lo, hi + 1, dtype=float)
+
+    def set_closed_cgf(self, names):
+        self._cgf_closed = names
+        self.cgf_source = "closed form"
+
+    def pdf(self, m, s):
+        return np.zeros(np.atleast_1d(s).shape)
+
+    def cgf(self, tau, order=0):
+        return memo_cgf(self, float(tau), order)
+
+    def _cgf_uncached(self, tau, order):
+        if self._cgf_closed is not None and order < len(self._cgf_closed):
+            val = float(getattr(self.mod, "k_" + self._cgf_closed[order])(tau, self.theta))
+            if math.isfinite(val):
+                return val
+        return self.cgf_quadrature(tau, order)
+
+    def cgf_quadrature(self, tau, order=0, vector=False, abs3=False):
+        return combine_cgf([], self.atoms, float(tau), order, lambda mu, nm: [], vector=vector, abs3=abs3)
+
+    def cgf_vector(self, tau, n=4):
+        return memo_vector(self, float(tau), n)
+
+    def tilted_abs3(self, tau):
+        return self.cgf_quadrature(tau, 3, abs3=True)
+
+    def _f_closed(self, name, tau):
+        return float(getattr(self.mod, "k_" + name)(tau, self.theta))

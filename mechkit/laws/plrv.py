@@ -1,0 +1,302 @@
+"""``PLRV``: the privacy-loss random variable of one direction of a bound mechanism (remove: L = log p/q under P;
+add: log q/p under Q; ``dual``: the same loss under the other distribution): CDF, log-survival, atoms, support,
+the CGF and its derivatives, tilted statistics, the hockey-stick divergence and epsilon(delta).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import brentq
+
+from ..engine.logspace import log1mexp
+from ..errors import NumericalLimitError, ParameterError, check_finite_real, real_array
+
+
+def check_eps_array(epsilon):
+    eps = np.atleast_1d(real_array("epsilon", epsilon))
+    if np.any(np.isnan(eps)) or np.any(eps < 0):
+        bad = eps[np.isnan(eps) | (eps < 0)][0]
+        raise ParameterError(f"epsilon must lie in [0, inf], got {bad!r}")
+    return eps
+
+
+class PLRV:
+    """A privacy-loss random variable: a direction of a mechanism, under its own measure or the dual one.
+
+    ``remove``: L = log p/q, output ~ P.  ``add``: log q/p, output ~ Q.  ``.dual``: same loss, other measure.
+    All methods are vectorised over their first argument.
+    """
+
+    def __init__(self, mech, direction, dual=False):
+        self.mechanism = mech
+        self.direction = direction
+        self.is_dual = dual
+        self._med = None
+        self._atoms = None
+        self._dual = None
+        self._sign = 1.0 if direction == "remove" else -1.0
+        own = 0 if direction == "remove" else 1
+        self._m = 1 - own if dual else own
+        # K_this(t) = K(a t + b) with K(tau) = log E_P[exp(tau L)]
+        self._a = self._sign
+        self._b = {("remove", False): 0.0, ("remove", True): -1.0,
+                   ("add", False): -1.0, ("add", True): 0.0}[(direction, dual)]
+
+    @property
+    def dual(self):
+        """The same privacy loss under the other measure (cached)."""
+        if self._dual is None:
+            self._dual = PLRV(self.mechanism, self.direction, not self.is_dual)
+            self._dual._dual = self
+        return self._dual
+
+    def __repr__(self):
+        return f"<PLRV {self.direction}{' dual' if self.is_dual else ''} of {self.mechanism.name}>"
+
+    @property
+    def _core(self):
+        return self.mechanism.core
+
+    @staticmethod
+    def _out(x, like):
+        return float(x[0]) if np.ndim(like) == 0 else x
+
+    def _s(self, s):
+        s = np.atleast_1d(np.asarray(s, dtype=float))
+        if np.any(np.isnan(s)):
+            raise ParameterError("s must not be nan")
+        return s
+
+    def _tails(self, v, want_lower, prob, split=None):
+        """P(Z <= v) (want_lower) or P(Z > v), or its log (not ``prob``), each point computed from one side.
+
+        Below ``split`` (default: the median) P(Z <= v) is evaluated, at and above it P(Z > v), each summed
+        from positive parts; the other side is its complement.  From the median, each point costs one
+        evaluation of a side whose probability is at most about 1/2, so neither tail loses accuracy.  In loss
+        space (Z = sign L) this is the core's split at sign * split; for Z = -L, {Z <= v} = {L >= -v}, so the
+        atom at the point goes to the core's upper side (not ``closed``).
+        """
+        split = self._median() if split is None else split
+        pos = self._sign > 0
+        return self._core.tails(self._m, v if pos else -v, self._sign * split, pos, want_lower != pos, prob)
+
+    def _lower(self, v):
+        """log P(Z <= v) directly."""
+        return self._tails(v, True, False, np.inf)
+
+    def _median(self):
+        """A point m near the median: P(Z <= s) is at most about 1/2 below m and at least about 1/2 above.
+
+        Only accuracy depends on it, and only mildly (a probability near 1/2 is as accurate computed
+        directly as by complement), so two vectorised passes suffice: a geometric scan, then a linear one
+        between the bracketing points.
+        """
+        if self._med is None:
+            half = -math.log(2.0)
+            mags = np.geomspace(1e-12, 1e300, 157)
+            pts = np.concatenate((-mags[::-1], [0.0], mags))
+            lo, hi = -np.inf, np.inf
+            for _ in range(2):
+                below = self._lower(pts) <= half
+                k = int(np.argmin(below)) if not below.all() else len(pts)
+                if k == len(pts):  # P(Z <= s) <= 1/2 everywhere scanned: mass at +inf above 1/2
+                    lo = pts[-1]
+                    break
+                hi = pts[k]
+                lo = pts[k - 1] if k > 0 else -np.inf
+                if not np.isfinite(lo):
+                    break
+                pts = np.linspace(lo, hi, 65)[1:-1]
+                if not pts.size or not (lo < pts[0]):
+                    break
+            if np.isfinite(hi):
+                # when the crossing is a jump (a point mass), split exactly there: at and above the atom the
+                # upper side is computed directly, so P(Z > atom) stays exact (e.g. 0 above the top atom)
+                vals, _ = self.atoms()
+                cand = vals[(vals > lo) & (vals <= hi)]
+                if cand.size:
+                    ok = self._lower(cand) > half
+                    if ok.any():
+                        hi = float(cand[np.argmax(ok)])
+            self._med = float(hi) if np.isfinite(hi) else float(lo)
+        return self._med
+
+    def logsf(self, s):
+        """log P(Z > s), accurate in both tails."""
+        return self._out(self._tails(self._s(s), False, False), s)
+
+    def logcdf(self, s):
+        """log P(Z <= s), accurate in both tails."""
+        return self._out(self._tails(self._s(s), True, False), s)
+
+    def sf(self, s):
+        """P(Z > s)."""
+        return self._out(self._tails(self._s(s), False, True), s)
+
+    def cdf(self, s):
+        """P(Z <= s)."""
+        return self._out(self._tails(self._s(s), True, True), s)
+
+    def pdf(self, s):
+        """Density of the continuous part (atoms excluded)."""
+        v = self._s(s)
+        return self._out(self._core.pdf(self._m, self._sign * v), s)
+
+    def atoms(self):
+        """(values, probabilities) of the point masses, +/-inf included, sorted by value (copies of a cache)."""
+        if self._atoms is None:
+            at = self._core.atoms
+            lm = at.logmass(self._m)
+            keep = lm > -np.inf
+            vals = self._sign * at.values[keep]
+            probs = np.exp(lm[keep])
+            order = np.argsort(vals)
+            self._atoms = (vals[order], probs[order])
+        return self._atoms[0].copy(), self._atoms[1].copy()
+
+    @property
+    def support(self):
+        lo, hi = self._core.support
+        return (lo, hi) if self._sign > 0 else (-hi, -lo)
+
+    @property
+    def inf_mass(self):
+        """P(Z = +inf): the probability of an infinite privacy loss (where only one density is positive)."""
+        if not self._core.atoms.values.size:
+            return 0.0
+        vals, probs = self.atoms()
+        return float(probs[vals == np.inf].sum())
+
+    def cgf_finite(self, t):
+        """log E[exp(t Z); Z finite]: the generating function of the finite part (order 0).
+
+        Equal to ``cgf(t)`` when there is no mass at +inf; with such mass, the composers use it to bound
+        the finite part's tails (the mass at +inf is accounted for separately, notes.md 1.1).
+        """
+        t = float(check_finite_real("t", t))
+        if self.inf_mass == 0.0:
+            return self.cgf(t)
+        if self._core.mono:
+            raise NumericalLimitError("the finite part of a continuous privacy loss with a point mass at +inf "
+                                      "is not supported yet")
+        vals, probs = self.atoms()
+        fin = np.isfinite(vals) & (probs > 0)
+        if not fin.any():
+            return -math.inf
+        lw = np.log(probs[fin]) + t * vals[fin]
+        g = float(lw.max())
+        return g + math.log(float(np.exp(lw - g).sum()))
+
+    def cgf(self, t, order=0):
+        """d^order/dt^order log E[exp(t Z)] (order 0..6); +inf where the MGF diverges."""
+        if order not in range(7):
+            raise ParameterError(f"order must be an integer in [0, 6], got {order!r}")
+        scalar = np.ndim(t) == 0
+        ts = np.atleast_1d(np.asarray(t, dtype=float))
+        if np.any(~np.isfinite(ts)):
+            raise ParameterError("t must be finite")
+        out = np.array([self._a ** order * self._core.cgf(self._a * x + self._b, order) for x in ts])
+        return float(out[0]) if scalar else out
+
+    def cgf_vector(self, t, n=4):
+        """[K(t), K'(t), ..., K^(n)(t)] in one pass (n <= 6); +inf entries where the MGF diverges."""
+        if n not in range(7):
+            raise ParameterError(f"n must be an integer in [0, 6], got {n!r}")
+        t = check_finite_real("t", t)
+        v = np.array(self._core.cgf_vector(self._a * t + self._b, n), dtype=float)
+        return v * self._a ** np.arange(n + 1)
+
+    def tilted_abs3(self, t):
+        """E|Z_t - K'(t)|^3, the absolute third central moment of the t-tilted variable."""
+        t = check_finite_real("t", t)
+        return float(self._core.tilted_abs3(self._a * t + self._b))
+
+    def tilt_mode(self, t):
+        """About where the t-tilted law of the privacy loss has its bulk (``Law.tilt_mode``): a centre for
+        ``tilt_stats`` where no model of K'(t) is at hand; nan where the CGF is infinite at t."""
+        t = check_finite_real("t", t)
+        return self._a * self._core.tilt_mode(self._a * t + self._b)
+
+    def tilt_stats_about_mode(self, t, n=4):
+        """``tilt_stats`` about the t-tilted law's mode (``Law.tilt_stats_about``: no model of K'(t) needed; one pass
+        where the loss has one monotone piece): ([K(t), ..., K^(n)(t)], A, the centre used).  Not memoised."""
+        t = check_finite_real("t", t)
+        vec, A, c = self._core.tilt_stats_signed(self._a * t + self._b, math.nan, n, self._a)
+        return vec, float(A), self._a * c
+
+    def tilt_stats(self, t, center, n=4):
+        """([K(t), ..., K^(n)(t)], A) with A >= E|Z_t - K'(t)|^3, from one quadrature pass (2 <= n <= 6).
+
+        ``center`` is a guess of K'(t) (the moments are integrated about it; A is exact when it is K'(t)).
+        Memoised per (t, center, n).  The saddle-point accountant's certificate evaluations use it.
+        """
+        vec, A = self._tilt_stats(check_finite_real("t", t), check_finite_real("center", center), n)
+        return np.array(vec), A
+
+    def _tilt_stats(self, t, center, n):
+        """``tilt_stats`` for the engine's own callers (t and center finite floats): ([K(t), ..., K^(n)(t)] as a
+        list, A), memoised; the list is shared with the memo (read it, do not change it)."""
+        memo = self.__dict__.get("_tilt_memo")
+        if memo is None:
+            memo = self._tilt_memo = {}
+        key = (t, center, n)
+        got = memo.get(key)
+        if got is None:
+            if len(memo) >= 4096:
+                memo.clear()
+            vec, A, _ = self._core.tilt_stats_signed(self._a * t + self._b, self._a * center, n, self._a)
+            got = memo[key] = (vec.tolist(), float(A))
+        return got
+
+    def mgf(self, t):
+        return np.exp(self.cgf(t))
+
+    def cumulants(self, t=0.0, n=6):
+        """[K'(t), ..., K^(n)(t)]: mean, variance and higher cumulants of the t-tilted variable."""
+        return np.array([self.cgf(t, k) for k in range(1, n + 1)])
+
+    # -- hockey stick ----------------------------------------------------------------------------
+    def log_hockey_stick(self, eps):
+        """log of P(Z > eps) - e^eps P(Z' > eps) (Z' the dual) = log E[(1 - e^(eps - Z))_+]."""
+        la = np.atleast_1d(self.logsf(np.asarray(eps, float)))
+        lb = np.atleast_1d(self.dual.logsf(np.asarray(eps, float))) + eps
+        out = np.full(la.shape, -np.inf)
+        pos = la > lb
+        with np.errstate(all="ignore"):
+            out[pos] = la[pos] + log1mexp(lb[pos] - la[pos])
+        # an atom at +inf has no dual mass: la finite, lb = -inf handled above (log1mexp(-inf) = 0)
+        return out
+
+    def delta(self, epsilon):
+        eps = check_eps_array(epsilon)
+        r = np.exp(self.log_hockey_stick(eps))
+        return float(r[0]) if np.ndim(epsilon) == 0 else r
+
+    def epsilon(self, delta):
+        d = check_finite_real("delta", delta, low=0.0, high=1.0)
+        logd = math.log(d)
+        f = lambda e: float(self.log_hockey_stick(np.array([e]))[0]) - logd
+        if f(0.0) <= 0:
+            return 0.0
+        hi_support = self.support[1]
+        vals, probs = self.atoms()
+        inf_mass = float(probs[vals == np.inf].sum())
+        if inf_mass >= d:
+            return math.inf
+        if math.isfinite(hi_support):
+            hi = max(hi_support, 1e-12)
+            if f(hi) > 0:
+                return math.inf
+        else:
+            hi = 1.0
+            while f(hi) > 0:
+                hi *= 2.0
+                if hi > 1e6:
+                    raise ParameterError(f"no epsilon below 1e6 reaches delta = {d}")
+
+        def g(e):
+            v = f(e)
+            return v if math.isfinite(v) else -1e300
+
+        return float(brentq(g, 0.0, hi, xtol=1e-13, rtol=8.9e-16, maxiter=500))

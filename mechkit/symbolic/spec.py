@@ -1,0 +1,86 @@
+"""A family's specification read from what the user wrote: densities as exact SymPy (strings parsed safely, floats
+made rational), the output domain, parameter constraints, and parameter-only sub-expressions (Sums, ...)
+extracted as constants evaluated at bind time.
+"""
+from __future__ import annotations
+
+import re
+
+import sympy as sp
+
+from ..errors import SpecificationError
+from .parse import exact, parse_expression
+
+
+def as_expr(value, what, local):
+    """A user's expression as exact SymPy: strings are parsed without evaluating Python, floats made rational."""
+    if isinstance(value, sp.Basic):
+        return exact(value)
+    if isinstance(value, str):
+        return parse_expression(value, what, local)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return exact(sp.Float(value)) if isinstance(value, float) else sp.Integer(value)
+    raise SpecificationError(f"{what} must be a SymPy expression or a string, got {type(value).__name__}")
+
+
+def parse_domain(domain, var):
+    """-> (kind, lo, hi, points)"""
+    if domain is None:
+        domain = sp.Integers if var.is_integer else sp.Reals
+    if isinstance(domain, str):
+        key = domain.strip().lower()
+        if key in ("reals", "real", "r"):
+            domain = sp.Reals
+        elif key in ("integers", "integer", "z"):
+            domain = sp.Integers
+        else:
+            raise SpecificationError(f"domain {domain!r} is not one of 'reals', 'integers', an Interval, a finite set")
+    if isinstance(domain, (list, tuple, set, frozenset)):
+        domain = sp.FiniteSet(*domain)
+    if domain == sp.Reals:
+        return "continuous", -sp.oo, sp.oo, ()
+    if isinstance(domain, sp.Interval):
+        return "continuous", exact(domain.inf), exact(domain.sup), ()
+    if domain == sp.Integers:
+        return "integers", -sp.oo, sp.oo, ()
+    if isinstance(domain, sp.FiniteSet):
+        pts = []
+        for v in domain:
+            if not v.is_number or not v.is_real:
+                raise SpecificationError(f"finite domain points must be real numbers, got {v}")
+            pts.append(float(v))
+        if not pts:
+            raise SpecificationError("the finite domain is empty")
+        return "finite", min(pts), max(pts), tuple(sorted(pts))
+    if isinstance(domain, sp.Range):
+        if domain.size.is_finite and domain.size <= 100_000:
+            return "finite", domain.inf, domain.sup, tuple(float(v) for v in domain)
+        raise SpecificationError("only finite Ranges (up to 100000 points) are supported; use sp.Integers")
+    raise SpecificationError(f"unsupported domain {domain!r}: use sp.Reals, sp.Interval, sp.Integers or a finite set")
+
+
+NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+
+
+_INTERVAL_RE = re.compile(r"^\s*([\(\[])\s*([^,]+?)\s*,\s*([^\]\)]+?)\s*([\)\]])\s*$")
+
+
+def parse_range(text):
+    m = _INTERVAL_RE.match(text)
+    if not m:
+        raise SpecificationError(f"constraint {text!r} must look like '(0, 1]' or '[0, inf)'")
+    lo = float(m.group(2).replace("inf", "inf"))
+    hi = float(m.group(3))
+    return lo, hi, m.group(1) == "(", m.group(4) == ")"
+
+
+def extract_constants(expr, var, consts):
+    """Replace var-free Sums/Products/Integrals by symbols evaluated at bind time."""
+    def rep(e):
+        for c, ce in consts:
+            if ce == e:
+                return c
+        c = sp.Symbol(f"_const{len(consts)}", real=True)
+        consts.append((c, e))
+        return c
+    return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product, sp.Integral)) and not e.has(var), rep)
