@@ -51,3 +51,40 @@ def test_no_arrow_runs_back_up(path):
             if len(t) < 2 or t[1] in BOTTOM or t[1] == own:
                 continue
             assert t[1] in STAGES and STAGES.index(t[1]) <= STAGES.index(own), (path, t)
+
+
+MODULES = sorted((ROOT / "mechkit").rglob("*.py"))
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 100
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_module_and_function_sizes(path):
+    text = path.read_text()
+    assert len(text.splitlines()) <= MAX_MODULE_LINES, f"{path} has {len(text.splitlines())} lines"
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                body = body[1:]  # the docstring does not count
+            if body:
+                n = body[-1].end_lineno - body[0].lineno + 1
+                assert n <= MAX_FUNCTION_LINES, f"{path}: {node.name} has {n} lines"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_module_uses_another_modules_private_names(path):
+    tree = ast.parse(path.read_text())
+    modules = set()  # local names bound to mechkit modules
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("mechkit")):
+            for a in node.names:
+                assert not (a.name.startswith("_") and not a.name.startswith("__")), \
+                    f"{path} imports the private name {a.name} from {node.module}"
+                modules.add(a.asname or a.name)
+        elif isinstance(node, ast.Import):
+            modules.update(a.asname or a.name for a in node.names if a.name.startswith("mechkit"))
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            raise AssertionError(f"{path}:{node.lineno} uses {node.value.id}.{node.attr}")

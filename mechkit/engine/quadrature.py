@@ -147,6 +147,38 @@ def _gk_interval(mode, f1, f2, f3, u0, u1, c, w, t, shift, mu, nmom, theta, res,
         err[j] = e
 
 
+@njit(cache=True, error_model="numpy")
+def _sum_rows(vals, errs, absv, n, tot, tot_err, tot_abs):
+    """tot, tot_err, tot_abs (in place) = the column sums of the first n rows of vals, errs, absv."""
+    m = tot.shape[0]
+    for j in range(m):
+        tot[j] = 0.0
+        tot_err[j] = 0.0
+        tot_abs[j] = 0.0
+    for i in range(n):
+        for j in range(m):
+            tot[j] += vals[i, j]
+            tot_err[j] += errs[i, j]
+            tot_abs[j] += absv[i, j]
+
+
+@njit(cache=True, error_model="numpy")
+def _worst_row(errs, n, tot_abs):
+    """The row among the first n whose largest error relative to its component's total |f| is the largest."""
+    best = 0
+    best_score = -1.0
+    for i in range(n):
+        sc = 0.0
+        for j in range(tot_abs.shape[0]):
+            r = errs[i, j] / (tot_abs[j] + 1e-300)
+            if r > sc:
+                sc = r
+        if sc > best_score:
+            best_score = sc
+            best = i
+    return best
+
+
 @njit(types.Tuple((A1, A1))(types.int64, KT, KT, KT, A1, f8, f8, f8, f8, f8, types.int64, A1, f8),
       cache=True, error_model="numpy")
 def gk_adaptive(mode, f1, f2, f3, edges, c, w, t, shift, mu, nmom, theta, rtol):
@@ -202,33 +234,14 @@ def gk_adaptive(mode, f1, f2, f3, edges, c, w, t, shift, mu, nmom, theta, rtol):
             absv2[:n] = absv[:n]
             lo, hi, vals, errs, absv = lo2, hi2, vals2, errs2, absv2
         if it % 64 == 0:  # running sums, refreshed now and then against drift
-            for j in range(m):
-                tot[j] = 0.0
-                tot_err[j] = 0.0
-                tot_abs[j] = 0.0
-            for i in range(n):
-                for j in range(m):
-                    tot[j] += vals[i, j]
-                    tot_err[j] += errs[i, j]
-                    tot_abs[j] += absv[i, j]
+            _sum_rows(vals, errs, absv, n, tot, tot_err, tot_abs)
         ok = True
         for j in range(m):
             if tot_err[j] > rtol * tot_abs[j] + 1e-300:
                 ok = False
         if ok or n + 1 >= max_cap:
             return tot.copy(), tot_err.copy()
-        # split the interval with the largest relative contribution to the error
-        best = 0
-        best_score = -1.0
-        for i in range(n):
-            sc = 0.0
-            for j in range(m):
-                r = errs[i, j] / (tot_abs[j] + 1e-300)
-                if r > sc:
-                    sc = r
-            if sc > best_score:
-                best_score = sc
-                best = i
+        best = _worst_row(errs, n, tot_abs)  # split the interval with the largest relative error contribution
         a0 = lo[best]
         b0 = hi[best]
         mid = 0.5 * (a0 + b0)
