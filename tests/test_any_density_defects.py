@@ -327,7 +327,8 @@ def test_no_writable_numba_cache_location_falls_back(tmp_path):
 def test_import_mechkit_without_a_writable_numba_cache(tmp_path):
     import shutil
     copy = tmp_path / "src"
-    shutil.copytree(ROOT / "mechkit", copy / "mechkit", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("mechkit", "mechanisms"):  # a source tree: the package and its catalog folder
+        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
     for d in (copy / "mechkit").rglob("*"):
         if d.is_dir():
             (d / "__pycache__").write_text("blocks the in-tree cache")

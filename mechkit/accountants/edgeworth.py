@@ -205,7 +205,7 @@ def _mean_abs_dev(plrv, mu):
     fin = np.isfinite(vals)
     up = float(np.sum(probs[fin] * np.maximum(vals[fin] - mu, 0.0)))
     lo_s, hi_s = plrv.support
-    if plrv._core.mono and mu < hi_s:
+    if plrv.has_monotone_pieces and mu < hi_s:
         v = plrv.cgf_vector(0.0, 6)
         sd = math.sqrt(v[2])
         top = min(hi_s, mu + 200.0 * sd)

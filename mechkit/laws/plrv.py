@@ -231,12 +231,34 @@ class PLRV:
         ``center`` is a guess of K'(t) (the moments are integrated about it; A is exact when it is K'(t)).
         Memoised per (t, center, n).  The saddle-point accountant's certificate evaluations use it.
         """
-        vec, A = self._tilt_stats(check_finite_real("t", t), check_finite_real("center", center), n)
+        vec, A = self.tilt_stats_unchecked(check_finite_real("t", t), check_finite_real("center", center), n)
         return np.array(vec), A
 
-    def _tilt_stats(self, t, center, n):
-        """``tilt_stats`` for the engine's own callers (t and center finite floats): ([K(t), ..., K^(n)(t)] as a
-        list, A), memoised; the list is shared with the memo (read it, do not change it)."""
+    # -- for accountants: unchecked fast paths and facts about the law ---------------------------------------------
+    @property
+    def has_closed_cgf(self):
+        """True where the CGF and its derivatives come from a closed form (checked against quadrature at bind)."""
+        return self._core._cgf_closed is not None
+
+    @property
+    def has_atoms(self):
+        """True where the law of the loss has point masses (finite ones: flat pieces or a discrete support)."""
+        return bool(self._core.atoms.values.size)
+
+    @property
+    def has_monotone_pieces(self):
+        """True where the law has a continuous part (pieces of the output on which the loss is strictly monotone)."""
+        return bool(self._core.mono)
+
+    def memo(self, name):
+        """A dict kept on this PLRV for an accountant's own memo ``name`` (shared by every composition using the
+        mechanism; it lives as long as the mechanism)."""
+        memos = self.__dict__.setdefault("_accountant_memos", {})
+        return memos.setdefault(name, {})
+
+    def tilt_stats_unchecked(self, t, center, n):
+        """``tilt_stats`` for accountants that have checked t and center (finite floats): ([K(t), ..., K^(n)(t)] as
+        a list, A), memoised; the list is shared with the memo (read it, do not change it)."""
         memo = self.__dict__.get("_tilt_memo")
         if memo is None:
             memo = self._tilt_memo = {}

@@ -41,7 +41,7 @@ def below_at_guess(dirn, eps, target):
         return False, None
     A = 0.0
     for plrv, c in dirn.parts:
-        a = plrv._spa_nodes[j][2]
+        a = plrv.memo("spa_nodes")[j][2]
         A += c * (a if a is not None else plrv_abs3(plrv, j))
     t = math.exp(j * H_NODE)
     return math.isfinite(A) and _chernoff_or_theorem5(t, comp, A, eps) <= target, j * H_NODE

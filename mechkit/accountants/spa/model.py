@@ -19,11 +19,11 @@ def _plrv_node(plrv, j):
     the PLRV so that every composition using the mechanism shares it.  Closed forms where the mechanism has them,
     else one quadrature pass (``tilt_stats``, centred by the Taylor model of a neighbouring node when there is one,
     else about the tilted law's mode), which also gives the node's tilted absolute third moment."""
-    memo = plrv.__dict__.setdefault("_spa_nodes", {})
+    memo = plrv.memo("spa_nodes")
     got = memo.get(j)
     if got is None:
         t = math.exp(j * H_NODE)
-        if plrv._core._cgf_closed is not None:
+        if plrv.has_closed_cgf:
             v = plrv.cgf_vector(t, 6)
             got = [v.tolist() if np.all(np.isfinite(v)) else None, None, None]
         else:
@@ -32,12 +32,12 @@ def _plrv_node(plrv, j):
             if i is not None:
                 centre = _taylor(memo[i][0], t - math.exp(i * H_NODE), 1)[1]
                 if math.isfinite(centre):
-                    v, A = plrv._tilt_stats(t, centre, 6)
+                    v, A = plrv.tilt_stats_unchecked(t, centre, 6)
             else:  # the first node: about the tilted law's mode (the pass's own peak scan), re-centred where far off
                 v, A, centre = plrv.tilt_stats_about_mode(t, 6)
                 if all(map(math.isfinite, v.tolist())):
                     if not (v[2] > 0 and abs(v[1] - centre) <= RECENTRE * math.sqrt(v[2])):
-                        v, A = plrv._tilt_stats(t, float(v[1]), 6)
+                        v, A = plrv.tilt_stats_unchecked(t, float(v[1]), 6)
                     elif math.isfinite(A):
                         # the moments are accurate, but the absolute moment about a centre this far off bounds the
                         # one about the mean loosely (and would make the bounds' tilts depend on which node came
@@ -62,24 +62,24 @@ RECENTRE = 3.0
 def _moments_at_zero(plrv):
     """[K'(0), K''(0)] of one mechanism's PLRV (memoised on it): closed forms where it has them, else one
     tilt_stats pass about 0, re-centred on the mean where that was far from 0 next to the spread."""
-    got = plrv.__dict__.get("_spa_m0")
+    got = plrv.memo("spa").get("m0")
     if got is None:
-        if plrv._core._cgf_closed is not None:
+        if plrv.has_closed_cgf:
             v = plrv.cgf_vector(0.0, 2)
         else:
-            v = plrv._tilt_stats(0.0, 0.0, 2)[0]
+            v = plrv.tilt_stats_unchecked(0.0, 0.0, 2)[0]
             if math.isfinite(v[1]) and not v[1] * v[1] <= 1e4 * abs(v[2]):
-                v = plrv._tilt_stats(0.0, float(v[1]), 2)[0]
-        got = plrv._spa_m0 = [float(v[1]), float(v[2])]
+                v = plrv.tilt_stats_unchecked(0.0, float(v[1]), 2)[0]
+        got = plrv.memo("spa")["m0"] = [float(v[1]), float(v[2])]
     return got
 
 
 def plrv_abs3(plrv, j):
     """The tilted absolute third moment of one mechanism at the node t_j (memoised with the node)."""
     v = _plrv_node(plrv, j)
-    got = plrv._spa_nodes[j]
+    got = plrv.memo("spa_nodes")[j]
     if got[1] is None and v is not None:
-        got[1] = plrv._tilt_stats(math.exp(j * H_NODE), v[1], 2)[1]
+        got[1] = plrv.tilt_stats_unchecked(math.exp(j * H_NODE), v[1], 2)[1]
         if got[2] is None:
             got[2] = got[1]
     return got[1]
@@ -208,7 +208,7 @@ class _Direction:
         vec = [0.0] * 5
         A = 0.0
         for (plrv, c), ctr in zip(self.parts, self.centres(t, w) if centres is None else centres):
-            v, a = plrv._tilt_stats(t, ctr, 4)
+            v, a = plrv.tilt_stats_unchecked(t, ctr, 4)
             vec = [x + c * y for x, y in zip(vec, v)]
             A += c * a
         return vec, A
@@ -321,7 +321,7 @@ class _Direction:
         if self._top is False:
             top, logp = self.sup(), 0.0
             for plrv, c in self.parts:
-                if not plrv._core.atoms.values.size:  # no point masses at all (most continuous mechanisms)
+                if not plrv.has_atoms:  # no point masses at all (most continuous mechanisms)
                     top = None
                     break
                 vals, probs = plrv.atoms()
