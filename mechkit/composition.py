@@ -13,6 +13,7 @@ import numbers
 
 import numpy as np
 
+from . import relations
 from .accountants import edgeworth, fft, spa
 from .accountants import gdp as _gdp
 from .accountants import rdp as _rdp
@@ -35,7 +36,7 @@ def _rdp_delta(items, epsilon, **options):
 def _gdp_mu(items):
     """The CLT / mu-GDP approximation: mu^2 = sum k_i Var(L_i), max over directions (notes.md 4.1, 5.6)."""
     mu2 = 0.0
-    for d in ("remove", "add"):
+    for d in relations.DIRECTIONS:
         v = sum(c * m.plrv(d).cgf(0.0, 2) for m, c in items)
         if not math.isfinite(v):
             raise ParameterError("method 'gdp' needs a finite variance of every privacy loss")
@@ -159,8 +160,7 @@ class Composition:
     def inf_mass(self, direction):
         """P(L = +inf) of the composed privacy loss in ``direction`` ('remove' or 'add'): an infinite loss in any
         one run is infinite in the sum, so it is 1 - prod_i (1 - a_i)^k_i with a_i each PLRV's ``inf_mass``."""
-        if direction not in ("remove", "add"):
-            raise ParameterError(f"direction must be 'remove' or 'add', got {direction!r}")
+        relations.check_direction(direction)
         log_finite = 0.0
         for m, c in self._items:
             a = m.plrv(direction).inf_mass
@@ -171,7 +171,7 @@ class Composition:
     def _below_inf_mass(self, d, method):
         """epsilon = inf, certain, where delta is below the composed mass at +inf of either direction (no finite
         epsilon has delta(epsilon) <= delta then, whatever the accountant); None otherwise."""
-        mass, direction = max((self.inf_mass(r), r) for r in ("remove", "add"))
+        mass, direction = max((self.inf_mass(r), r) for r in relations.DIRECTIONS)
         if not d < mass * (1.0 - INF_MASS_MARGIN):
             return None
         note = (f"delta = {d:g} is below P(L = +inf) = {mass:.6g} of the composition ({direction} direction): the "

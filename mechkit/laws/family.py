@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 import sympy as sp
 
+from .. import relations
 from ..errors import ParameterError, SpecificationError, check_finite_real, check_real, real_array
 from ..symbolic import codegen
 from ..symbolic.derive import Spec, derive
@@ -31,7 +32,7 @@ from .plrv import PLRV, check_eps_array
 _FAMILIES = {}
 
 
-DIRECTIONS = ("both", "remove", "add")
+DIRECTIONS = relations.CHOICES  # what a query's direction argument accepts
 
 
 class Family:
@@ -237,8 +238,8 @@ class Mechanism:
             raise _undefined(family, self.params, self.theta, exc) from None
         if st.get("cgf"):
             self._attach_closed_cgf(st["cgf"])
-        self.remove = PLRV(self, "remove")
-        self.add = PLRV(self, "add")
+        self.remove = PLRV(self, relations.REMOVE)
+        self.add = PLRV(self, relations.ADD)
 
     def _attach_closed_cgf(self, names):
         """Use the closed-form CGF only after it agrees with quadrature at a few points."""
@@ -260,14 +261,16 @@ class Mechanism:
         return f"<Mechanism {self.name}>"
 
     def plrv(self, direction):
-        if direction not in ("remove", "add"):
-            raise ParameterError(f"direction must be 'remove' or 'add', got {direction!r}")
-        return self.remove if direction == "remove" else self.add
+        """The PLRV of ``direction`` ('remove' or 'add').
+
+        Raises
+        ------
+        ParameterError : ``direction`` is not 'remove' or 'add'.
+        """
+        return self.remove if relations.check_direction(direction) == relations.REMOVE else self.add
 
     def _dirs(self, direction):
-        if direction not in DIRECTIONS:
-            raise ParameterError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
-        return ("remove", "add") if direction == "both" else (direction,)
+        return relations.directions(direction)
 
     # -- one-shot privacy curve ------------------------------------------------------------------
     def log_delta(self, epsilon, direction="both"):
