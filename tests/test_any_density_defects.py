@@ -169,16 +169,7 @@ def test_wide_discrete_gaussian_normaliser(sigma):
 
 # ---- defect 5: delta below the composed mass at +inf ---------------------------------------------------------------
 
-def approx_dp_pair():
-    # the canonical (eps0, delta0)-DP pair: an outcome with q = 0 < p (loss +inf under P, mass delta0) and one
-    # with p = 0 < q (+inf in the add direction); the same spec as tests/test_fft.py
-    e0 = sp.Symbol("eps0", positive=True)
-    d0 = sp.Symbol("delta0", positive=True)
-    hi, lo = (1 - d0) * sp.exp(e0) / (1 + sp.exp(e0)), (1 - d0) / (1 + sp.exp(e0))
-    p = sp.Piecewise((d0, sp.Eq(k, 0)), (hi, sp.Eq(k, 1)), (lo, sp.Eq(k, 2)), (0, True))
-    q = sp.Piecewise((0, sp.Eq(k, 0)), (lo, sp.Eq(k, 1)), (hi, sp.Eq(k, 2)), (d0, True))
-    return mk.Mechanism.from_densities(p, q, k, domain=[0, 1, 2, 3], name="approx_dp",
-                                       constraints={"delta0": "(0, 1)"})
+from test_fft import approx_dp_pair  # noqa: E402  (the canonical (eps0, delta0)-DP pair)
 
 
 @pytest.mark.parametrize("method", sorted(ACCOUNTANTS))
