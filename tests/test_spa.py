@@ -348,8 +348,8 @@ def test_bound_crossing_in_epsilon(which):
     dirn = spa.directions(run.items)[0]
     for t in (0.8 * t0, t0, 1.2 * t0):
         vec, A = dirn.exact(t)
-        f = spa_bounds._bound_at(t, vec, A, which)
-        ref = _python_bound(spa, t, vec, A, which)
+        f = spa_bounds._bound_at(t, vec, A, which, dirn.n_total)
+        ref = _python_bound(spa, t, vec, A, which, dirn.n_total)
         eps_t = dirn.eps_of(t, vec)
         for x in np.linspace(eps_t - 0.3, eps_t + 0.3, 7):
             v, d = f(x, True)
@@ -360,18 +360,20 @@ def test_bound_crossing_in_epsilon(which):
             fd = (f(x + h) - f(x - h)) / (2 * h)
             assert d == pytest.approx(fd, rel=1e-5, abs=1e-6)
         for target in (math.log(1e-5), math.log(1e-10), math.log(1e-14)):
-            a, b = spa_bounds._cross_bound(t, vec, A, which, target, eps_t, 1.0 / t,
-                                    floor=0.0 if which == "log_lower" else -math.inf)
+            a, b = spa_bounds._cross_bound(t, vec, A, which, target, eps_t, 1.0 / t, dirn.n_total,
+                                           floor=0.0 if which == "log_lower" else -math.inf)
             if a is None:  # no epsilon >= 0 where the lower bound reaches the target: it is below it at 0
                 assert which == "log_lower" and not ref(0.0) >= target
                 continue
             assert ref(a) >= target > ref(b) and 0 < b - a <= 1e-12 * (1 + abs(a))
 
 
-def _python_bound(spa, t, vec, A, which):
-    """Theorem 5's bound at the tilt t assembled in Python (_log_bounds of SP-CLT, _log_clt)."""
+def _python_bound(spa, t, vec, A, which, n):
+    """Theorem 5's bound at the tilt t assembled in Python (_log_bounds of SP-CLT, _log_clt), with the rounding
+    allowance of n mechanisms."""
     F = spa_formulas
-    return lambda e: F._log_bounds(t, vec[0], vec[2], A, e, F._log_clt(t, vec[0], vec[1], vec[2], e))[which]
+    slack = F.rounding_slack(t, vec, n)
+    return lambda e: F._log_bounds(t, vec[0], vec[2], A, e, F._log_clt(t, vec[0], vec[1], vec[2], e), slack)[which]
 
 
 def _exact_rr_delta(e0, q, k, eps):
@@ -652,8 +654,8 @@ def test_compiled_bound_crossing_brackets_the_python_bound(logt, logk2, k1, k0, 
     t, K2 = 10.0 ** logt, 10.0 ** logk2
     vec, A, target = [k0 + 0.5 * t * k1, k1, K2], K2 ** 1.5 * 10.0 ** loga, -10.0 ** logtarget
     floor = 0.0 if which == "log_lower" else -math.inf
-    ref = _python_bound(spa, t, vec, A, which)
-    a, b = spa_bounds._cross_bound(t, vec, A, which, target, k1 - 1.0 / t - 1.0 / (1.0 + t), 1.0 / t, floor)
+    ref = _python_bound(spa, t, vec, A, which, 3.0)
+    a, b = spa_bounds._cross_bound(t, vec, A, which, target, k1 - 1.0 / t - 1.0 / (1.0 + t), 1.0 / t, 3.0, floor)
     if a is None:
         assert ref(b) < target and b <= floor
     else:
@@ -674,3 +676,25 @@ def test_msd1_root_on_its_singularity_falls_back_to_msd0():
     assert max(e.lower, f.lower) <= min(e.upper, f.upper)
     # where MSD1's root is genuine the flag stays off
     assert "msd1_singular" not in mk.compose((sg(2.0, 0.01), 3000)).epsilon(1e-10, method="spa").details
+
+
+@pytest.mark.parametrize("k", [10**12, 10**13, 10**15, 2**53])
+def test_huge_counts_stay_certified_against_exact_gdp(k):
+    # Gaussian x k is exactly mu-GDP with mu = sqrt(k) (reference: the closed-form curve in mpmath at 80 digits,
+    # solved by bisection).  At k = 1e12 the saddle point is t = 4.5e-6 and K = 2.2e6: the closed-form CGF's
+    # rounding (1.3e-4 in log delta) moved epsilon by 30 and the certified lower bound above the truth before the
+    # bounds' rounding allowance (formulas.rounding_slack)
+    import mpmath as mp
+    with mp.workdps(80):
+        mu, tgt = mp.sqrt(k), mp.log(mp.mpf("1e-5"))
+
+        def log_delta(e):
+            return mp.log(mp.ncdf(-e / mu + mu / 2) - mp.e ** e * mp.ncdf(-e / mu - mu / 2))
+        lo, hi = mu * mu / 2 - 20 * mu, mu * mu / 2 + 20 * mu
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if log_delta(mid) > tgt else (lo, mid)
+        truth = float((lo + hi) / 2)
+    e = mk.compose((mk.gaussian(1.0), k)).epsilon(1e-5, method="spa")
+    assert e.lower <= truth <= e.upper
+    assert e.upper - truth <= 1e-6 * truth                # the interval stays informative above

@@ -226,7 +226,7 @@ def _epsilon(items, d, order, variant):
     rel = None
     if where is not None:  # Theorem 5's error over SP-CLT, at the upper bound's tilt and epsilon
         t, vec, A, e = where
-        b = evaluate(t, vec, e, A)
+        b = evaluate(t, vec, e, A, dom.n_total)
         rel = exp_or_inf(b["log_err"] - b["log_clt"]) if b["log_clt"] > -math.inf else math.inf
     details = result_details(order, variant, res, rel)
     # two more certified facts: delta(largest loss) = 0, and a point mass at the largest loss keeps delta above

@@ -7,7 +7,7 @@ import math
 
 from ...errors import NumericalLimitError
 from . import compiled as _sb
-from .formulas import LOG_SLACK, QUAD_SLACK, T_MAX, T_MIN, evaluate, log_err0, log_max_theta
+from .formulas import LOG_SLACK, QUAD_SLACK, T_MAX, T_MIN, evaluate, log_err0, log_max_theta, rounding_slack
 from .model import H_NODE, plrv_abs3
 from .search import solve_root, zero_tilt
 
@@ -20,7 +20,7 @@ def certified_below(dirn, first, t, eps, target):
     vec, A = dirn.exact(t, first.centres(t))
     if not (math.isfinite(vec[0]) and vec[2] > 0 and math.isfinite(A)):
         return False
-    return _chernoff_or_theorem5(t, vec, A, eps) <= target
+    return _chernoff_or_theorem5(t, vec, A, eps, dirn.n_total) <= target
 
 
 def below_at_guess(dirn, eps, target):
@@ -44,18 +44,18 @@ def below_at_guess(dirn, eps, target):
         a = plrv.memo("spa_nodes")[j][2]
         A += c * (a if a is not None else plrv_abs3(plrv, j))
     t = math.exp(j * H_NODE)
-    return math.isfinite(A) and _chernoff_or_theorem5(t, comp, A, eps) <= target, j * H_NODE
+    return math.isfinite(A) and _chernoff_or_theorem5(t, comp, A, eps, dirn.n_total) <= target, j * H_NODE
 
 
-def _chernoff_or_theorem5(t, vec, A, eps):
+def _chernoff_or_theorem5(t, vec, A, eps, n):
     """The better of two certified upper bounds on log delta(eps) from exact values at the tilt t: Chernoff's
-    e^(K - t eps) t^t / (1+t)^(1+t) and Theorem 5."""
-    return min(_chernoff(t, vec, eps), _bound_at(t, vec, A, "log_upper")(eps))
+    e^(K - t eps) t^t / (1+t)^(1+t) and Theorem 5 (n: the number of mechanisms, for ``rounding_slack``)."""
+    return min(_chernoff(t, vec, eps, n), _bound_at(t, vec, A, "log_upper", n)(eps))
 
 
-def _chernoff(t, vec, eps):
+def _chernoff(t, vec, eps, n):
     """log of the Chernoff bound e^(K - t eps) t^t / (1+t)^(1+t) on delta(eps) from exact K at the tilt t."""
-    return vec[0] - t * eps + log_max_theta(t) + LOG_SLACK
+    return vec[0] - t * eps + log_max_theta(t) + LOG_SLACK + rounding_slack(t, vec, n)
 
 
 def node_log_upper(dirn, t, eps, target=math.inf):
@@ -67,13 +67,13 @@ def node_log_upper(dirn, t, eps, target=math.inf):
     if comp is None:
         return math.inf
     tj = math.exp(j * H_NODE)
-    chernoff = _chernoff(tj, comp, eps)
+    chernoff = _chernoff(tj, comp, eps, dirn.n_total)
     if chernoff <= target:
         return chernoff
-    return _chernoff_or_theorem5(tj, comp, dirn.node_abs3(j), eps)
+    return _chernoff_or_theorem5(tj, comp, dirn.node_abs3(j), eps, dirn.n_total)
 
 
-def _cross_bound(t, vec, A, which, target, e0, scale, floor=-math.inf):
+def _cross_bound(t, vec, A, which, target, e0, scale, n, floor=-math.inf):
     """(a, b) with f(a) >= target > f(b) and b - a <= 1e-12 (1 + |a|) for f = ``_bound_at(t, vec, A, which)``: a
     crossing found from e0 (``_numerics.bound_cross``, compiled: safeguarded Newton with the analytic slope, doubling
     steps of ``scale`` x 1e-3, 2e-3, ... where the slope is not usable and no bracket is known yet, the floor tried
@@ -81,22 +81,24 @@ def _cross_bound(t, vec, A, which, target, e0, scale, floor=-math.inf):
     half its tolerance past the last point, Illinois regula falsi after 200 steps).  a is None when f stays below
     the target down to ``floor``."""
     K, K1, K2 = vec[0], vec[1], vec[2]
-    a, b, status = _sb.bound_cross(t, K, K1, math.sqrt(K2), log_err0(t, K, K2, A), which == "log_upper", target,
-                                   e0, scale, floor, LOG_SLACK, QUAD_SLACK)
+    slack = rounding_slack(t, vec, n)
+    a, b, status = _sb.bound_cross(t, K, K1, math.sqrt(K2), log_err0(t, K, K2, A, slack), which == "log_upper",
+                                   target, e0, scale, floor, LOG_SLACK + slack, QUAD_SLACK + slack)
     if status == 2:
         raise NumericalLimitError("the saddle-point bound has no crossing near the saddle point (report this as a bug)")
     return (None if status == 1 else a), b
 
 
-def _bound_at(t, vec, A, which):
+def _bound_at(t, vec, A, which, n):
     """epsilon -> the log of Theorem 5's bound ``which`` ("log_upper" or "log_lower") at the fixed tilt t, from
     [K, K', K'', ...] and A there; ``f(e, True)`` gives (value, d value / d epsilon) (``_numerics.bound_value``: the
     arithmetic of _clt_terms, _log_upper and _log_lower, with the slope)."""
     K, K1, K2 = vec[0], vec[1], vec[2]
-    s, err0, upper = math.sqrt(K2), log_err0(t, K, K2, A), which == "log_upper"
+    slack = rounding_slack(t, vec, n)
+    s, err0, upper = math.sqrt(K2), log_err0(t, K, K2, A, slack), which == "log_upper"
 
     def f(e, slope=False):
-        v, d = _sb.bound_value(t, K, K1, s, err0, upper, e, LOG_SLACK, QUAD_SLACK)
+        v, d = _sb.bound_value(t, K, K1, s, err0, upper, e, LOG_SLACK + slack, QUAD_SLACK + slack)
         return (v, d) if slope else v
     return f
 
@@ -141,7 +143,7 @@ def _upper_eps(dirn, target):
         if math.isnan(t):
             return 0.0, None
         vec, A = dirn.exact(t)
-        if evaluate(t, vec, 0.0, A)["log_upper"] <= target:
+        if evaluate(t, vec, 0.0, A, dirn.n_total)["log_upper"] <= target:
             return 0.0, None
     else:
         t = math.exp(u)
@@ -176,7 +178,7 @@ def _lower_eps(dirn, target, u, uppers=None):
             uppers.append(_upper_at(dirn, target, t, vec, A))
         if not vec[2] > 0.0:
             continue  # Theorem 5 is vacuous at this tilt (log_err0)
-        a, _ = _cross_bound(t, vec, A, "log_lower", target, dirn.eps_of(t), 1.0 / t, floor=0.0)
+        a, _ = _cross_bound(t, vec, A, "log_lower", target, dirn.eps_of(t), 1.0 / t, dirn.n_total, floor=0.0)
         if a is not None:
             return max(a, 0.0)
     return 0.0
@@ -187,7 +189,7 @@ def _upper_at(dirn, target, t, vec, A):
     values vec, A there)."""
     if not vec[2] > 0.0:
         return math.inf, None  # Theorem 5 is vacuous at this tilt (log_err0; another tilt gives the bound)
-    _, b = _cross_bound(t, vec, A, "log_upper", target, dirn.eps_of(t, vec), 1.0 / t)
+    _, b = _cross_bound(t, vec, A, "log_upper", target, dirn.eps_of(t, vec), 1.0 / t, dirn.n_total)
     return max(b, 0.0), (t, vec, A, b)
 
 

@@ -139,6 +139,7 @@ class _Direction:
                     f"{plrv.mechanism.name} has a point mass at +inf (probability {plrv.inf_mass:.3g}): its CGF is "
                     "infinite for every t > 0, so no saddle point exists; use method='fft'")
         self.counts = np.array([float(c) for _, c in self.parts])
+        self.n_total = float(self.counts.sum())  # number of mechanisms: the bounds' rounding allowance
         self._nodes = {}
         # the MGF's domain of finiteness is an interval containing 0: a finite node j proves every node in
         # [0, j] finite, an infinite one every node above it infinite
@@ -443,6 +444,6 @@ class _Direction:
             vec, A = self.vector(t, w), None
         if eps is None:
             eps = self.eps_of(t, vec)
-        out = evaluate(t, vec, eps, A)
+        out = evaluate(t, vec, eps, A, self.n_total)
         out["vec"] = vec
         return out
