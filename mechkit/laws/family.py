@@ -65,7 +65,7 @@ class Family:
         self.name = name or "custom"
         self.var = var
         self.p, self.q = p, q
-        self._consts = tuple(consts)
+        self.constants = tuple(consts)
         self.parameters = tuple(params)
         self.constraints = {}
         for k, v in (constraints or {}).items():
@@ -74,7 +74,7 @@ class Family:
                                          f"parameters: {[s.name for s in params]}")
             self.constraints[k] = parse_range(v) if isinstance(v, str) else tuple(v)
         self.spec = Spec(p=p, q=q, var=var, kind=kind, lo=lo, hi=hi, points=points,
-                         params=self.parameters, consts=self._consts)
+                         params=self.parameters, consts=self.constants)
         self.defaults = dict(defaults or {})
         unknown = set(self.defaults) - {s.name for s in params}
         if unknown:
@@ -199,7 +199,7 @@ class Family:
         """The kernels' parameter vector: the parameter values, then the derived constants evaluated at them."""
         theta = [values[s.name] for s in self.parameters]
         subs = {s: values[s.name] for s in self.parameters}
-        for c, e in self._consts:
+        for c, e in self.constants:
             val = _eval_constant(e, subs)
             if not math.isfinite(val):
                 raise ParameterError(f"the constant {e} is not finite at {values}")

@@ -47,7 +47,7 @@ def _functions(family):
     """(NumPy p, NumPy q, mpmath p, mpmath q, ends) lambdified once per family: args (x, *params, *consts)."""
     got = family.__dict__.get("_screen_fns")
     if got is None:
-        args = [family.var, *family.parameters, *[c for c, _ in family._consts]]
+        args = [family.var, *family.parameters, *[c for c, _ in family.constants]]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             # dummify: the printed code names only dummies, whatever the symbols are called

@@ -28,7 +28,7 @@ def subsampled_family(family):
                   sp.Integers if dom.kind == "integers" else sp.Interval(dom.lo, dom.hi))
         # the family's own derived constants (e.g. the discrete Gaussian's normalising Sum, extracted as _const0)
         # stay constants of the subsampled family: evaluated at bind time, never parameters
-        derived = {RATE_C: 1 - RATE, **dict(family._consts)}
+        derived = {RATE_C: 1 - RATE, **dict(family.constants)}
         _SUBSAMPLED[key] = (family, Family(p2, family.q, family.var, name=f"subsampled_{family.name}",
                                            domain=domain, constraints={**family.constraints, "sampling_rate": "(0, 1]"},
                                            derived=derived, defaults=family.defaults))

@@ -147,9 +147,9 @@ class _Direction:
         self._start = None
         self._sup = None
         self._top = False  # not yet computed (None: no point mass at the largest loss)
-        self._t_zero = None
+        self.t_zero = None
         self._m0 = None
-        self._roots = {}  # estimate key -> {log delta: log of its model root} (earlier queries: the searches' starts)
+        self.roots = {}  # estimate key -> {log delta: log of its model root} (earlier queries: the searches' starts)
 
     # -- the model ---------------------------------------------------------------------------------------
     def node(self, j):

@@ -17,7 +17,7 @@ FALSI_EDGE = 0.01
 
 def _initial_u(dirn, target, fn, u0, guess):
     """The log tilt a search starts from (see ``solve_t``)."""
-    seen = dirn._roots.get(getattr(fn, "key", None)) if u0 is None else None
+    seen = dirn.roots.get(getattr(fn, "key", None)) if u0 is None else None
     if seen:
         # the same approximation's root for the nearest delta asked before (the CGF there is known; a Gaussian
         # model can be far off where the composition is short); for the delta itself, the same root again
@@ -225,7 +225,7 @@ def solve_root(dirn, target, fn, u0=None, **kw):
         return None
     key = getattr(fn, "key", None)
     if key is not None:  # an estimate's root: a start for later queries (solve_t)
-        seen = dirn._roots.setdefault(key, {})
+        seen = dirn.roots.setdefault(key, {})
         if len(seen) >= 64:
             seen.clear()
         seen[target] = u
@@ -234,12 +234,12 @@ def solve_root(dirn, target, fn, u0=None, **kw):
 
 def zero_tilt(dirn):
     """The saddle point of epsilon = 0 (nan where epsilon = 0 is beyond the composed loss's range), cached."""
-    if dirn._t_zero is None:
+    if dirn.t_zero is None:
         try:
-            dirn._t_zero = dirn.saddle(0.0)
+            dirn.t_zero = dirn.saddle(0.0)
         except ZeroDelta:
-            dirn._t_zero = math.nan
-    return dirn._t_zero
+            dirn.t_zero = math.nan
+    return dirn.t_zero
 
 
 def at_zero(dirn, fn, target, bounds):
