@@ -363,3 +363,11 @@ def test_large_epsilon_beyond_exp_range_matches_gdp(mu):
     d = run.delta(eps, eps_error=0.05, delta_error=1e-9)
     exact = np.array([mk.gdp.delta(mu, float(x)) for x in eps])
     assert np.all(d.lower <= exact) and np.all(exact <= d.upper)
+
+
+def test_astronomical_grid_is_a_parameter_error_not_an_overflow():
+    # Gaussian x 1e12: the grid would have ~4e20 points; next_fast_len raised OverflowError (a traceback, not a
+    # MechkitError) before the memory check
+    run = mk.compose((mk.gaussian(1.0), 10**12))
+    with pytest.raises(ParameterError, match="memory_limit"):
+        run.epsilon(1e-5)

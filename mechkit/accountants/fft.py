@@ -77,15 +77,19 @@ def plan(items, eps_error, delta_error, memory_limit=DEFAULT_MEMORY_LIMIT):
                                   f"delta_error={delta_error:g}; increase delta_error")
     L = 3.0 + max(eps_error + comp, per)
     h = eps_error / math.sqrt((k / 2.0) * math.log(12.0 / delta_error))
-    grid = Grid(L, h)
-    need = grid.N * BYTES_PER_POINT
+    # the circle has at least 2 ceil(L/h) + 1 points: checked before Grid asks for a fast FFT length (which fails
+    # with an OverflowError for the astronomically many points of k = 1e12)
+    points = 2.0 * math.ceil(L / h) + 1.0
+    grid = Grid(L, h) if points * BYTES_PER_POINT <= memory_limit else None
+    n_points = grid.N if grid is not None else points
+    need = n_points * BYTES_PER_POINT
     if need > memory_limit:
         # N scales like 1/eps_error: the smallest eps_error that fits
         fit = eps_error * need / memory_limit
         raise ParameterError(
-            f"eps_error={eps_error:g}, delta_error={delta_error:g} need a grid of {grid.N} points "
+            f"eps_error={eps_error:g}, delta_error={delta_error:g} need a grid of {n_points:.0f} points "
             f"(about {need / 2**20:.0f} MiB), above memory_limit={memory_limit / 2**20:.0f} MiB; "
-            f"eps_error >= {fit:.3g} fits, or raise memory_limit")
+            f"eps_error >= {fit:.3g} fits, or raise memory_limit (for long compositions method='spa' needs no grid)")
     return grid
 
 
