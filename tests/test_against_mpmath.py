@@ -1,4 +1,4 @@
-"""mechkit's derived objects against the independent mpmath reference (tests/reference.py, 40 digits).
+"""mechkit's derived objects against the independent mpmath reference (tests/references/mpmath_laws.py, 40 digits).
 
 Mechanisms outside the catalog (logistic, Cauchy) and the subsampled Gaussian and Laplace; CDFs,
 log-survival deep in the tail, point masses, CGF derivatives of orders 0..6 at several t, both directions,
@@ -11,7 +11,7 @@ import pytest
 import sympy as sp
 
 import mechkit as mk
-import reference as ref
+from references import mpmath_laws as ref
 
 pytestmark = pytest.mark.slow
 RTOL = 1e-9

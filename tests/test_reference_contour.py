@@ -1,5 +1,5 @@
 """The FFT and saddle-point accountants against an independent contour-integral reference
-(tests/reference_contour.py: numpy only, no mechkit code) at random DP-SGD settings."""
+(tests/references/contour.py: numpy only, no mechkit code) at random DP-SGD settings."""
 import math
 
 import pytest
@@ -7,7 +7,7 @@ from hypothesis import assume, given, settings, strategies as st
 from scipy.stats import norm
 
 import mechkit as mk
-import reference_contour as ref
+from references import contour as ref
 
 
 @pytest.mark.parametrize("s,k,eps", [(2.0, 10, 0.5), (1.0, 3, 1.0), (5.0, 100, 0.3)])

@@ -1,4 +1,4 @@
-"""Self-checks of the mpmath reference implementations in tests/reference.py.
+"""Self-checks of the mpmath reference implementations in tests/references/mpmath_laws.py.
 
 These tests validate the *references* (closed forms, independent brute-force
 computations, internal consistency); they do not touch mechkit."""
@@ -10,7 +10,7 @@ import pytest
 from mpmath import mp, mpf
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import reference as R  # noqa: E402
+from references import mpmath_laws as R  # noqa: E402
 
 
 def close(a, b, rel=mpf(10) ** -35, abs_=mpf(10) ** -45):

@@ -1,6 +1,6 @@
 """Certified intervals of the FFT, SPA and Edgeworth accountants against independent truths.
 
-The truths come from tests/reference_lattice.py (NumPy, SciPy and mpmath only; it imports nothing from
+The truths come from tests/references/lattice.py (NumPy, SciPy and mpmath only; it imports nothing from
 mechkit): exact binomial sums for two-point privacy losses (randomized response, discrete Laplace, subsampled
 randomized response), exact lattice convolutions for the discrete Gaussian, and certified lattice brackets
 (loss rounded up / down under a coupling) for the Laplace and subsampled Laplace mechanisms and a heterogeneous
@@ -54,7 +54,7 @@ from scipy import integrate
 import mechkit as mk
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import reference_lattice as R  # noqa: E402
+from references import lattice as R  # noqa: E402
 
 EPS_ERROR = 0.01          # the FFT composer's default
 #: the delta named in the FFT composer's documented refusal below its floating-point floor

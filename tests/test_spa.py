@@ -508,7 +508,7 @@ def test_whole_line_tilted_moments_match_mpmath(sigma, q, direction, t):
     import sys
     import os
     sys.path.insert(0, os.path.dirname(__file__))
-    import reference as R
+    from references import mpmath_laws as R
     ref = R.subsampled_gaussian(sigma, q)
     want = [float(v) for v in ref.cgf_all(t, 4, direction)]
     p = mk.subsample(mk.gaussian(sigma=sigma), q).plrv(direction)
