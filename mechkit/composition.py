@@ -12,6 +12,7 @@ import math
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import relations
 from .accountants import edgeworth, fft, spa
@@ -179,12 +180,26 @@ class Composition:
         return Estimate(math.inf, math.inf, math.inf, method, True,
                         {"note": note, "inf_mass": mass, "direction": direction})
 
-    def epsilon(self, delta, method="fft", **options):
-        """Smallest epsilon with delta(epsilon) <= delta (max over add and remove) -> Estimate.
+    def epsilon(self, delta: float | ArrayLike, method: str = "fft", **options) -> Estimate | EstimateArray:
+        """Smallest epsilon with delta(epsilon) <= delta (max over add and remove).
 
-        ``delta`` in (0, 1), or an array of such values (an ``EstimateArray``).  Where delta is below the
-        probability of an infinite privacy loss of the composition, the answer is epsilon = inf (certified, for
-        every method) without calling the accountant.  Options the method does not take raise ``ParameterError``.
+        Parameters
+        ----------
+        delta : in [0, 1], or an array of such values.
+        method : "fft" (default), "spa", "edgeworth", "rdp" or "gdp" (``ACCOUNTANTS``).
+        **options : the method's own options (e.g. ``eps_error``, ``delta_error`` for "fft"; ``order``,
+            ``variant`` for "spa").
+
+        Returns
+        -------
+        An ``Estimate`` (an ``EstimateArray`` for an array of deltas) with ``lower``/``upper`` where the method
+        certifies them.  Where delta is below the probability of an infinite privacy loss of the composition, the
+        answer is epsilon = inf (certified, for every method) without calling the accountant.
+
+        Raises
+        ------
+        ParameterError : delta outside [0, 1], an unknown method, or options the method does not take.
+        NumericalLimitError : the method cannot certify an answer at this delta (it names what can).
         """
         fn = self._method(method)[0]
         _check_options(method, "epsilon", fn, options)
@@ -199,8 +214,24 @@ class Composition:
         return EstimateArray([float(r) for r in res], [r.lower for r in res], [r.upper for r in res],
                              method, all(r.certified for r in res))
 
-    def delta(self, epsilon, method="fft", **options):
-        """delta(epsilon) (max over add and remove), vectorised over epsilon -> Estimate(Array)."""
+    def delta(self, epsilon: float | ArrayLike, method: str = "fft", **options) -> Estimate | EstimateArray:
+        """delta(epsilon) = max over add and remove of the hockey-stick divergence of the composition.
+
+        Parameters
+        ----------
+        epsilon : in [0, inf), or an array of such values.
+        method : "fft" (default), "spa", "edgeworth" or "gdp" ("rdp" answers epsilon only).
+        **options : the method's own options.
+
+        Returns
+        -------
+        An ``Estimate`` for a scalar epsilon, an ``EstimateArray`` of the same shape for an array.
+
+        Raises
+        ------
+        ParameterError : epsilon outside [0, inf), an unknown method, or options the method does not take.
+        NumericalLimitError : the method cannot certify an answer here.
+        """
         fn = self._method(method)[1]
         _check_options(method, "delta", fn, options)
         eps = np.atleast_1d(real_array("epsilon", epsilon))
@@ -226,11 +257,22 @@ def _as_items(obj):
                          "or compositions")
 
 
-def compose(*items):
+def compose(*items: Mechanism | Composition | tuple) -> Composition:
     """Compose mechanisms, (mechanism, count) pairs and compositions, in any mix.
 
-    Counts are integers in [1, 2**53] (``MAX_COUNT``), also after equal mechanisms are merged: the accountants use
-    them as doubles, which hold every integer only up to 2**53.  A ``ParameterError`` names the range otherwise.
+    Parameters
+    ----------
+    *items : ``Mechanism``, ``(Mechanism or Composition, count)`` or ``Composition``; equal mechanisms (same family
+        and parameter values) are merged.
+
+    Returns
+    -------
+    An immutable ``Composition``.
+
+    Raises
+    ------
+    ParameterError : no items, an item of another type, or a count that is not an integer in [1, 2**53]
+        (``MAX_COUNT``, also after merging: the accountants use counts as doubles, exact only up to 2**53).
     """
     if not items:
         raise ParameterError("compose() needs at least one mechanism")

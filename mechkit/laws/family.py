@@ -17,6 +17,7 @@ import warnings
 
 import numpy as np
 import sympy as sp
+from numpy.typing import ArrayLike
 
 from .. import relations
 from ..errors import ParameterError, SpecificationError, check_finite_real, check_real, real_array
@@ -181,7 +182,15 @@ class Family:
             out[s.name] = x
         return out
 
-    def __call__(self, *args, **params):
+    def __call__(self, *args, **params) -> Mechanism:
+        """The mechanism with these parameter values (by name), derived on first use (or read from the cache).
+
+        Raises
+        ------
+        ParameterError : a positional value, an unknown or missing parameter, or a value outside its range
+            (SymPy assumptions, ``constraints``) or beyond what double precision can evaluate.
+        SpecificationError : the densities are negative or not normalised at these values.
+        """
         if args:
             names = ", ".join(f"{s.name}=..." for s in self.parameters)
             raise ParameterError(f"{self.name} takes its parameters by name, {self.name}({names}); got "
@@ -214,13 +223,29 @@ class Mechanism:
     """A family with parameter values: its two PLRVs and one-shot privacy curve."""
 
     @staticmethod
-    def from_densities(p, q, var, name=None, domain=None, constraints=None, defaults=None):
+    def from_densities(p: sp.Expr | str, q: sp.Expr | str, var: sp.Symbol | str, name: str | None = None,
+                       domain=None, constraints: dict | None = None, defaults: dict | None = None) -> Family:
         """A ``Family`` from the densities p (with the individual) and q (without) of the output ``var``.
 
-        ``domain``: ``sp.Reals`` (default for a real var), an ``sp.Interval``, ``sp.Integers`` (default for
-        an integer var) or a finite set of numbers (pmfs).  Free symbols other than ``var`` are parameters,
-        checked against their SymPy assumptions; ``constraints`` adds ranges such as ``{"q": "(0, 1]"}`` and
-        ``defaults`` default values.
+        Parameters
+        ----------
+        p, q : SymPy expressions, or strings parsed without evaluating Python (``symbolic.parse.FUNCTIONS``);
+            floats become exact rationals.
+        var : the output variable (a Symbol, or its name: a real symbol).
+        name : shown in reprs and the CLI.
+        domain : ``sp.Reals`` (default for a real var), an ``sp.Interval``, ``sp.Integers`` (default for an
+            integer var) or a finite set of numbers (pmfs).
+        constraints : ranges of parameters beyond their SymPy assumptions, e.g. ``{"q": "(0, 1]"}``.
+        defaults : default parameter values.
+
+        Returns
+        -------
+        The ``Family``; free symbols other than ``var`` are its parameters.  Call it with values to bind.
+
+        Raises
+        ------
+        SpecificationError : an expression that cannot be parsed or uses what is not allowed (naming it), var
+            absent from the densities, an unsupported domain, constraints or defaults on unknown parameters.
         """
         return Family(p, q, var, name=name, domain=domain, constraints=constraints, defaults=defaults)
 
@@ -280,14 +305,24 @@ class Mechanism:
             out = np.maximum(out, self.plrv(d).log_hockey_stick(eps))
         return out
 
-    def delta(self, epsilon, direction="both"):
-        """delta(epsilon) = max over directions of E[(1 - e^(epsilon - L))_+]; vectorised over epsilon."""
+    def delta(self, epsilon: float | ArrayLike, direction: str = "both") -> float | np.ndarray:
+        """delta(epsilon) = max over directions of E[(1 - e^(epsilon - L))_+]; vectorised over epsilon.
+
+        Raises
+        ------
+        ParameterError : epsilon not real, or ``direction`` not one of 'both', 'remove', 'add'.
+        """
         scalar = np.ndim(epsilon) == 0
         out = np.exp(self.log_delta(epsilon, direction))
         return float(out[0]) if scalar else out
 
-    def epsilon(self, delta, direction="both"):
-        """Smallest epsilon >= 0 with delta(epsilon) <= delta (inf when no finite epsilon exists)."""
+    def epsilon(self, delta: float | ArrayLike, direction: str = "both") -> float | np.ndarray:
+        """Smallest epsilon >= 0 with delta(epsilon) <= delta (inf when no finite epsilon exists).
+
+        Raises
+        ------
+        ParameterError : delta outside [0, 1], or ``direction`` not one of 'both', 'remove', 'add'.
+        """
         scalar = np.ndim(delta) == 0
         ds = np.atleast_1d(real_array("delta", delta))
         for d in ds:
@@ -295,8 +330,13 @@ class Mechanism:
         out = np.array([max(self.plrv(d).epsilon(float(x)) for d in self._dirs(direction)) for x in ds])
         return float(out[0]) if scalar else out
 
-    def rdp(self, alpha, direction="both"):
-        """Renyi divergence of order alpha > 1 (max over directions): K(alpha - 1) / (alpha - 1)."""
+    def rdp(self, alpha: float, direction: str = "both") -> float:
+        """Renyi divergence of order alpha > 1 (max over directions): K(alpha - 1) / (alpha - 1).
+
+        Raises
+        ------
+        ParameterError : alpha not a real number above 1, or an unknown ``direction``.
+        """
         a = check_finite_real("alpha", alpha, low=1.0)
         return max(self.plrv(d).cgf(a - 1.0) / (a - 1.0) for d in self._dirs(direction))
 
