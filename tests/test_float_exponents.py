@@ -6,17 +6,17 @@ Reference (no mechkit code): p = gennorm(3/2), q = gennorm(3/2, loc=1) from SciP
 strictly decreasing from +inf to -inf, so P(L > s) = P(Y < L^{-1}(s)), inverted by bisection in NumPy.  The
 k-fold composition is bracketed by a lattice discretisation of L's law under P (mass of each cell moved to its
 upper end dominates L, to its lower end is dominated by it; delta(eps) = E[(1 - e^{eps - L})_+] is monotone in
-that order), convolved with SciPy's FFT convolution.
+that order), composed exactly by the certified lattice reference of tests/references/lattice.py.
 """
 import math
 
 import numpy as np
 import pytest
 import sympy as sp
-from scipy.signal import fftconvolve
 from scipy.stats import gennorm
 
 import mechkit as mk
+from references.lattice import Bracket, Lattice, LatticeReference
 
 BETA = 1.5
 x = sp.Symbol("x", real=True)
@@ -46,33 +46,28 @@ def delta_ref(eps):
     return gennorm.cdf(y, BETA) - math.exp(eps) * gennorm.cdf(y, BETA, loc=1)
 
 
-def composed_eps_bracket(k, delta, h=2e-3, span=12.0):
-    """[lower, upper] on the k-fold epsilon(delta) of the remove direction from the lattice bounds."""
+def one_shot_bracket(h=2e-3, span=12.0):
+    """Certified lattice bracket (``references.lattice``) of L's law under P on s_i = -span + i h: the mass of each
+    cell (s_i, s_{i+1}] at its upper end (dominates L) or its lower end (dominated by it).  The mass outside the
+    grid and the rounding of the cell masses (differences of CDF values, each within a few ulps) are carried as
+    the lattices' certified ``tail``."""
     grid = np.arange(-span, span + h / 2, h)
-    sf = gennorm.cdf(L_inverse(grid), BETA)           # P(L > s) at the grid points
+    sf = gennorm.cdf(L_inverse(grid), BETA)            # P(L > s) at the grid points
     cell = -np.diff(sf)                                 # mass of (s_i, s_{i+1}]
-    top, bottom = sf[-1], 1 - sf[0]                     # mass above / below the grid
-    up = np.concatenate(([bottom], cell))               # cell mass at its upper end s_{i+1}; below the grid at s_0
-    lo = np.concatenate((cell, [0.0]))                  # at its lower end s_i
-    pu, pl = up.copy(), lo.copy()
-    for _ in range(k - 1):
-        pu, pl = np.clip(fftconvolve(pu, up), 0, None), np.clip(fftconvolve(pl, lo), 0, None)
-    s = -k * span + h * np.arange(pu.size)
-    inf_mass = 1 - (1 - top) ** k                       # above the grid: +inf in the upper law, dropped
-                                                        # (-inf) in the lower
-    slack = 1e-13 * pu.size
+    rounding = 8 * np.finfo(float).eps * cell.size + float(np.sum(np.maximum(-cell, 0.0)))
+    cell = np.maximum(cell, 0.0)
+    tail = sf[-1] + (1 - sf[0]) + rounding              # above and below the grid, and rounding
+    up = np.concatenate(([0.0], cell))
+    dn = np.concatenate((cell, [0.0]))
+    return Bracket(Lattice(-span, h, dn, tail=tail), Lattice(-span, h, up, tail=tail))
 
-    def eps_for(p, extra, sign):
-        tail = np.cumsum(p[::-1])[::-1]                  # P(S >= s_j)
-        tail_e = np.cumsum((p * np.exp(-np.minimum(s, 700)))[::-1])[::-1]
-        for j in np.flatnonzero(s >= 0):
-            # delta at eps = s_j counts only the mass strictly above s_j
-            d = (tail[j + 1] - math.exp(s[j]) * tail_e[j + 1]) if j + 1 < s.size else 0.0
-            if d + extra + sign * slack <= delta:
-                return s[j]
-        return math.inf
 
-    return eps_for(pl, 0.0, -1) - h, eps_for(pu, inf_mass, 1) + h
+def composed_eps_bracket(k, delta):
+    """[lower, upper] on the k-fold epsilon(delta) of the remove direction: the bracket composed k times (two
+    halves, evaluated at the hockey-stick functional by suffix sums), epsilon by a verified root search."""
+    half = one_shot_bracket().power(k // 2)
+    assert k % 2 == 0
+    return LatticeReference.from_brackets([half, half]).epsilon_bracket(delta)
 
 
 @pytest.fixture(scope="module")
