@@ -7,6 +7,7 @@ only the PLRV interface of the mechanisms, never their types.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import numbers
@@ -88,6 +89,7 @@ def _check_count(c, what="count"):
     return int(c)
 
 
+@functools.lru_cache(maxsize=None)
 def _options(fn):
     """The keyword options an accountant function takes: its named parameters after (items, delta/epsilon)."""
     params = list(inspect.signature(fn).parameters.values())[2:]

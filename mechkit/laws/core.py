@@ -258,9 +258,8 @@ class Law:
 CGF_MEMO_SIZE = 4096
 
 
+#: Gauss-Legendre 8 and 16 (nodes, weights): short intervals' masses (continuous) and the screen's quadrature
 GL8 = np.polynomial.legendre.leggauss(8)
-
-
 GL16 = np.polynomial.legendre.leggauss(16)
 
 

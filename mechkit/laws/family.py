@@ -23,7 +23,8 @@ from .. import relations
 from ..errors import ParameterError, SpecificationError, check_finite_real, check_real, real_array
 from ..symbolic import codegen
 from ..symbolic.derive import Spec, derive
-from ..symbolic.spec import NAME, as_expr, extract_constants, parse_domain, parse_range
+from ..symbolic.parse import NAME_RE
+from ..symbolic.spec import as_expr, extract_constants, parse_domain, parse_range
 from . import screen as _screen
 from .continuous import ContinuousCore
 from .core import DensityUndefined
@@ -41,7 +42,7 @@ class Family:
 
     def __init__(self, p, q, var, name=None, domain=None, constraints=None, derived=None, defaults=None):
         if isinstance(var, str):
-            if not NAME.match(var):
+            if not NAME_RE.match(var):
                 raise SpecificationError(f"var must be a name (a letter, then letters, digits or _), got {var!r}")
             var = sp.Symbol(var, real=True)
         if not isinstance(var, sp.Symbol):

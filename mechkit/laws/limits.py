@@ -20,9 +20,13 @@ from __future__ import annotations
 
 import math
 
+import mpmath
 import numpy as np
+import sympy as sp
 
 from ..errors import DerivationError
+from ..symbolic import algebra as sy
+from ..symbolic.parse import exact_float, parse_srepr
 
 #: x = 10^k, k = 1..299: the double-precision walk
 WALK = 10.0 ** np.arange(1, 300)
@@ -67,8 +71,6 @@ def double_walk(ys):
 
 def _hp_point(fn, x_exp, sign, theta):
     """L at x = sign 10^x_exp by mpmath, or None where two precisions do not agree (or it is not real)."""
-    import mpmath
-
     digits = HP_BASE_DIGITS + 2 * x_exp
     for _ in range(HP_RETRIES + 1):
         vals = []
@@ -133,11 +135,6 @@ _AT_VALUES = {}
 def symbolic_limit_at(lexpr, var, names, theta, where):
     """SymPy's limit of L (its ``srepr`` text ``lexpr``) at ``where`` with the parameters ``names`` set to the
     exact rationals of ``theta``; nan where SymPy finds none in time.  Memoised per process."""
-    import sympy as sp
-
-    from ..symbolic import algebra as sy
-    from ..symbolic.parse import exact_float, parse_srepr
-
     if lexpr is None or var is None or names is None:
         return math.nan
     key = (lexpr, tuple(float(t) for t in theta), where)

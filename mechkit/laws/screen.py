@@ -31,6 +31,7 @@ import numpy as np
 import sympy as sp
 
 from ..errors import SpecificationError
+from .core import GL8, GL16
 
 #: continuous densities: a total this far below 1 is reported before the derivation (when the quadrature is
 #: conclusive); totals above 1 are reported beyond the core's tolerance plus the quadrature's error
@@ -38,8 +39,6 @@ SHORT_TOL = 1e-3
 #: tolerance of the exact sums of finite domains (as the core's NORMALISATION_TOL)
 SUM_TOL = 1e-6
 MP_DPS = 40
-_GL8 = np.polynomial.legendre.leggauss(8)
-_GL16 = np.polynomial.legendre.leggauss(16)
 MAX_INTERVALS = 400_000
 
 
@@ -180,8 +179,8 @@ def _integral(fn, xs, theta):
     while a.size:
         seen += a.size
         rounds += 1
-        i16 = _gl(fn, a, b, theta, _GL16)
-        i8 = _gl(fn, a, b, theta, _GL8)
+        i16 = _gl(fn, a, b, theta, GL16)
+        i8 = _gl(fn, a, b, theta, GL8)
         ends = np.maximum(_numpy_values(fn, a, theta), _numpy_values(fn, b, theta))
         if not (np.all(np.isfinite(i16)) and np.all(np.isfinite(i8))):
             return None

@@ -16,7 +16,6 @@ import threading
 
 import sympy as sp
 
-
 #: the one variable every kernel is a function of (output x, loss value s, or CGF argument t)
 X = sp.Symbol("X", real=True)
 S = sp.Symbol("s", real=True)

@@ -30,8 +30,8 @@ from pathlib import Path
 import sympy as sp
 from sympy.printing.pycode import MpmathPrinter, PythonCodePrinter
 
-from . import algebra as sy
 from ..errors import CacheWarning, SpecificationError
+from . import algebra as sy
 from .parse import parse_srepr
 
 _SOURCES = ("symbolic/algebra.py", "symbolic/derive.py", "symbolic/codegen.py", "symbolic/parse.py", "engine/*.py")
@@ -403,10 +403,11 @@ def load_or_build(spec, build):
     symbols = list(spec.params) + [c for c, _ in spec.consts]
     hp = high_precision_kernels(der.structure)
     meta = {"structure": der.structure, "display": {k: _to_srepr(v) for k, v in der.display.items()}}
-    mod_path = None if d is None else _write_entry(d, key, render_module(der.kernels, symbols, hp), meta)
+    source = None if d is None else render_module(der.kernels, symbols, hp)
+    mod_path = None if d is None else _write_entry(d, key, source, meta)
     if mod_path is None and d is not None:  # the directory refused the write (read-only, full...)
         d = _fallback(f"writing to the cache directory {str(d)!r} failed")
-        mod_path = None if d is None else _write_entry(d, key, render_module(der.kernels, symbols, hp), meta)
+        mod_path = None if d is None else _write_entry(d, key, source, meta)
     if mod_path is None:
         mod = _memory_module(render_module(der.kernels, symbols, hp, disk_cache=False), key)
     else:

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from . import algebra as sy
 from ..errors import SpecificationError
+from . import algebra as sy
 
 MAX_ABS = 3
 MAX_ORDER = 6

@@ -56,7 +56,8 @@ MAX_NUMERIC_EXPONENT = 4096
 _BINOPS = {ast.Add: sp.Add, ast.Mult: sp.Mul, ast.BitAnd: sp.And, ast.BitOr: sp.Or}
 _COMPARE = {ast.Lt: sp.StrictLessThan, ast.LtE: sp.LessThan, ast.Gt: sp.StrictGreaterThan,
             ast.GtE: sp.GreaterThan, ast.Eq: sp.Eq, ast.NotEq: sp.Ne}
-_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+#: a name a user may give a symbol or the output variable
+NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 
 def exact_float(value) -> sp.Rational:
@@ -128,7 +129,7 @@ class _ExpressionBuilder:
 
     def _Name(self, node):
         name = node.id
-        if name.startswith("_") or not _NAME_RE.match(name):
+        if name.startswith("_") or not NAME_RE.match(name):
             self.refuse(node, "names must start with a letter and contain only letters, digits and _")
         if name in self.symbols:
             return self.symbols[name]

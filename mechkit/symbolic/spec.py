@@ -59,9 +59,6 @@ def parse_domain(domain, var):
     raise SpecificationError(f"unsupported domain {domain!r}: use sp.Reals, sp.Interval, sp.Integers or a finite set")
 
 
-NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
-
-
 _INTERVAL_RE = re.compile(r"^\s*([\(\[])\s*([^,]+?)\s*,\s*([^\]\)]+?)\s*([\)\]])\s*$")
 
 
