@@ -32,6 +32,10 @@ class _Piece:
     __slots__ = ("a", "b", "key", "v", "flat", "inc", "La", "Lb", "inv", "logmass", "beyond")
 
 
+#: relative offsets of the probe points around a piece's sample point (``_probe_points``), built once
+_PROBE_OFFSETS = np.geomspace(1e-3, 1e3, 13)
+
+
 class ContinuousCore(Law):
     """Law of L for densities on an interval of the real line."""
 
@@ -392,7 +396,7 @@ class ContinuousCore(Law):
         """Points inside a piece where its log-densities are checked: the sample point and geometric offsets of
         1e-3 to 1e3 times its scale on both sides (open interval)."""
         c = self._sample_point(pc.a, pc.b)
-        offs = np.geomspace(1e-3, 1e3, 13) * max(1.0, abs(c))
+        offs = _PROBE_OFFSETS * max(1.0, abs(c))
         xs = np.concatenate(([c], c - offs, c + offs))
         if np.isfinite(pc.a) and np.isfinite(pc.b):
             xs = np.concatenate((xs, np.linspace(pc.a, pc.b, 17)[1:-1]))
