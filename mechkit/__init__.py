@@ -7,32 +7,51 @@ front end) and ``individual`` (per-example accounting).
 """
 from __future__ import annotations
 
-# before anything compiled is imported: Numba needs a writable cache location (a temporary one, with a warning)
-from .symbolic import codegen as _codegen
+import importlib
 
-_codegen.ensure_numba_cache()
-
-from . import individual
-from .accountants import gdp, rdp
-from .composition import Composition, compose
 from .errors import DerivationError, MechkitError, NumericalLimitError, ParameterError, SpecificationError
-from .estimate import Estimate, EstimateArray
-from .individual import (AdaptiveGDPFilter, GDPFilter, GDPOdometer, IndividualPLDAccountant, RDPFilter,
-                         StateFileError)
-from .individual import pld as individual_pld
 from .laws import catalog as _catalog
-from .laws.catalog import catalog
-from .laws.family import Family, Mechanism
-from .laws.plrv import PLRV
-from .transforms import subsample, subsampled_family
 
 __version__ = "0.1.0"
 
+#: public name -> (module, attribute; None for the module itself).  ``import mechkit`` loads none of them: each is
+#: imported on first use, so the command line, the catalog's names and the errors come without NumPy's heavier
+#: companions (SymPy, SciPy, Numba) or a compiled engine.
+_LAZY = {
+    "compose": ("composition", "compose"), "Composition": ("composition", "Composition"),
+    "Estimate": ("estimate", "Estimate"), "EstimateArray": ("estimate", "EstimateArray"),
+    "Family": ("laws.family", "Family"), "Mechanism": ("laws.family", "Mechanism"), "PLRV": ("laws.plrv", "PLRV"),
+    "catalog": ("laws.catalog", "catalog"),
+    "subsample": ("transforms", "subsample"), "subsampled_family": ("transforms", "subsampled_family"),
+    "gdp": ("accountants.gdp", None), "rdp": ("accountants.rdp", None),
+    "individual": ("individual", None), "individual_pld": ("individual.pld", None),
+    "GDPFilter": ("individual", "GDPFilter"), "AdaptiveGDPFilter": ("individual", "AdaptiveGDPFilter"),
+    "GDPOdometer": ("individual", "GDPOdometer"), "RDPFilter": ("individual", "RDPFilter"),
+    "StateFileError": ("individual", "StateFileError"),
+    "IndividualPLDAccountant": ("individual", "IndividualPLDAccountant"),
+    "composition": ("composition", None), "laws": ("laws", None), "accountants": ("accountants", None),
+}
+
 #: the catalog's mechanisms (the modules of the ``mechanisms/`` folder); each is also ``mk.<name>(...)``
 CATALOG = _catalog.names()
-for _name in CATALOG:
-    globals()[_name] = _catalog.convenience(_name)
-del _name
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        mod = importlib.import_module(f"{__name__}.{module}")
+        value = mod if attr is None else getattr(mod, attr)
+    elif name in CATALOG:
+        value = _catalog.convenience(name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY) | set(CATALOG))
+
 
 __all__ = ["compose", "Composition", "Estimate", "EstimateArray", "rdp", "Family", "Mechanism", "PLRV", "subsample",
            "subsampled_family", "gdp", "catalog", *CATALOG, "MechkitError", "SpecificationError",

@@ -10,6 +10,7 @@ import sys
 
 
 import mechkit as mk
+from mechkit.accountants import METHODS
 from mechkit.errors import MechkitError
 
 
@@ -78,7 +79,7 @@ def main(argv=None, out=sys.stdout):
     sp_eps.add_argument("name")
     sp_eps.add_argument("--steps", type=int, required=True)
     sp_eps.add_argument("--delta", type=float, required=True)
-    sp_eps.add_argument("--method", default="fft", choices=sorted(mk.composition.ACCOUNTANTS))
+    sp_eps.add_argument("--method", default="fft", choices=sorted(METHODS))
     sp_eps.add_argument("--eps-error", type=float, default=None, help="fft: half-width of the certified interval")
     args, extra = ap.parse_known_args(argv)
     try:

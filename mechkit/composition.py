@@ -8,20 +8,23 @@ only the PLRV interface of the mechanisms, never their types.
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import math
 import numbers
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from . import relations
-from .accountants import edgeworth, fft, spa
+from .accountants import METHODS
 from .accountants import gdp as _gdp
 from .accountants import rdp as _rdp
 from .errors import ParameterError, check_finite_real, check_real, real_array
 from .estimate import Estimate, EstimateArray
 from .laws.family import Mechanism
+from .progress import announce
 
 
 def _rdp_epsilon(items, delta, **options):
@@ -65,13 +68,35 @@ def _gdp_delta(items, epsilon, **options):
     return EstimateArray(val, np.zeros_like(val), np.ones_like(val), "gdp", False, _gdp_details(mu))
 
 
-ACCOUNTANTS = {
-    "fft": (fft.epsilon, fft.delta),
-    "spa": (spa.epsilon, spa.delta),
-    "edgeworth": (edgeworth.epsilon, edgeworth.delta),
-    "rdp": (_rdp_epsilon, _rdp_delta),
-    "gdp": (_gdp_epsilon, _gdp_delta),
-}
+class _Accountants(Mapping):
+    """method -> (epsilon function, delta function).  An accountant's module is imported on its first use, so
+    a query compiles (or loads from Numba's cache) only the accountant it asks for."""
+
+    _MODULES = {"fft": "fft", "spa": "spa", "edgeworth": "edgeworth"}
+    _LOCAL = {"rdp": (_rdp_epsilon, _rdp_delta), "gdp": (_gdp_epsilon, _gdp_delta)}
+
+    def __init__(self):
+        self._loaded = dict(self._LOCAL)
+
+    def __getitem__(self, method):
+        got = self._loaded.get(method)
+        if got is None:
+            with announce(f"compiling the {method} accountant"):
+                mod = importlib.import_module(f"{__package__}.accountants.{self._MODULES[method]}")
+            got = self._loaded[method] = (mod.epsilon, mod.delta)
+        return got
+
+    def __contains__(self, method):
+        return method in METHODS
+
+    def __iter__(self):
+        return iter(METHODS)
+
+    def __len__(self):
+        return len(METHODS)
+
+
+ACCOUNTANTS = _Accountants()
 
 
 #: the largest count of one mechanism: counts enter the accountants as doubles (k K(t), k log phi(t), ...), and
@@ -115,11 +140,20 @@ def _key(m):
 
 
 class Composition:
-    """An immutable multiset of mechanisms with counts."""
+    """An immutable multiset of mechanisms with counts (made by ``compose``).
+
+    Parameters
+    ----------
+    items : ``(Mechanism, count)`` pairs; equal mechanisms (same family and parameter values) are merged.
+
+    Raises
+    ------
+    ParameterError : a count, or a merged total, that is not an integer in [1, 2**53] (``MAX_COUNT``).
+    """
 
     __slots__ = ("_items",)
 
-    def __init__(self, items):
+    def __init__(self, items: Iterable[tuple[Mechanism, int]]) -> None:
         merged = {}
         order = []
         for m, c in items:
@@ -139,12 +173,13 @@ class Composition:
         raise AttributeError("a Composition is immutable; compose() a new one")
 
     @property
-    def items(self):
+    def items(self) -> tuple[tuple[Mechanism, int], ...]:
         """((mechanism, count), ...), one entry per distinct mechanism."""
         return self._items
 
     @property
-    def total_count(self):
+    def total_count(self) -> int:
+        """The sum of the counts: the number of mechanism runs composed."""
         return sum(c for _, c in self._items)
 
     def __len__(self):
@@ -160,9 +195,18 @@ class Composition:
             raise ParameterError(f"unknown method {method!r}; available: {sorted(ACCOUNTANTS)}")
         return ACCOUNTANTS[method]
 
-    def inf_mass(self, direction):
-        """P(L = +inf) of the composed privacy loss in ``direction`` ('remove' or 'add'): an infinite loss in any
-        one run is infinite in the sum, so it is 1 - prod_i (1 - a_i)^k_i with a_i each PLRV's ``inf_mass``."""
+    def inf_mass(self, direction: str) -> float:
+        """P(L = +inf) of the composed privacy loss: an infinite loss in any one run is infinite in the sum, so it
+        is 1 - prod_i (1 - a_i)^k_i with a_i each PLRV's ``inf_mass``.
+
+        Parameters
+        ----------
+        direction : 'remove' or 'add'.
+
+        Raises
+        ------
+        ParameterError : ``direction`` is not 'remove' or 'add'.
+        """
         relations.check_direction(direction)
         log_finite = 0.0
         for m, c in self._items:
@@ -182,12 +226,12 @@ class Composition:
         return Estimate(math.inf, math.inf, math.inf, method, True,
                         {"note": note, "inf_mass": mass, "direction": direction})
 
-    def epsilon(self, delta: float | ArrayLike, method: str = "fft", **options) -> Estimate | EstimateArray:
+    def epsilon(self, delta: float | ArrayLike, method: str = "fft", **options: object) -> Estimate | EstimateArray:
         """Smallest epsilon with delta(epsilon) <= delta (max over add and remove).
 
         Parameters
         ----------
-        delta : in [0, 1], or an array of such values.
+        delta : in (0, 1), or an array of such values.
         method : "fft" (default), "spa", "edgeworth", "rdp" or "gdp" (``ACCOUNTANTS``).
         **options : the method's own options (e.g. ``eps_error``, ``delta_error`` for "fft"; ``order``,
             ``variant`` for "spa").
@@ -200,7 +244,7 @@ class Composition:
 
         Raises
         ------
-        ParameterError : delta outside [0, 1], an unknown method, or options the method does not take.
+        ParameterError : delta not in (0, 1), an unknown method, or options the method does not take.
         NumericalLimitError : the method cannot certify an answer at this delta (it names what can).
         """
         fn = self._method(method)[0]
@@ -216,7 +260,7 @@ class Composition:
         return EstimateArray([float(r) for r in res], [r.lower for r in res], [r.upper for r in res],
                              method, all(r.certified for r in res))
 
-    def delta(self, epsilon: float | ArrayLike, method: str = "fft", **options) -> Estimate | EstimateArray:
+    def delta(self, epsilon: float | ArrayLike, method: str = "fft", **options: object) -> Estimate | EstimateArray:
         """delta(epsilon) = max over add and remove of the hockey-stick divergence of the composition.
 
         Parameters

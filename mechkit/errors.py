@@ -3,6 +3,8 @@
 ``MechkitError`` subclasses ``ValueError`` so that callers who already catch ``ValueError`` keep working.
 Messages name the parameter, the value received and the allowed range.
 """
+from __future__ import annotations
+
 import numpy as np
 
 
@@ -30,8 +32,25 @@ class CacheWarning(UserWarning):
     """The on-disk cache cannot be used (e.g. an unwritable ``MECHKIT_CACHE_DIR``); a temporary one is used instead."""
 
 
-def check_finite_real(name, value, *, low=None, high=None, low_open=True, high_open=True):
-    """Return ``float(value)`` or raise ``ParameterError`` naming ``name``, the value and the range."""
+def check_finite_real(name: str, value: object, *, low: float | None = None, high: float | None = None,
+                      low_open: bool = True, high_open: bool = True) -> float:
+    """``float(value)`` if it is a finite real number in the range, else a ``ParameterError``.
+
+    Parameters
+    ----------
+    name : the parameter's name, for the message.
+    value : anything ``float()`` accepts (numeric strings included; see ``check_real``).
+    low, high : the ends of the range (None: unbounded).
+    low_open, high_open : whether each end is excluded (default: both excluded).
+
+    Returns
+    -------
+    The value as a float.
+
+    Raises
+    ------
+    ParameterError : naming ``name``, the value and the range.
+    """
     import math
 
     try:
@@ -55,18 +74,46 @@ def _not_a_number(name, value):
     return ParameterError(f"{name} must be a real number, got {value!r} ({type(value).__name__})")
 
 
-def check_real(name, value, **bounds):
-    """``check_finite_real`` for a value that must *be* a number: strings (even numeric ones such as ``'1.0'``),
-    bytes and booleans are refused with a ``ParameterError`` naming ``name``; ``bounds`` as ``check_finite_real``."""
+def check_real(name: str, value: object, **bounds: float | bool | None) -> float:
+    """``check_finite_real`` for a value that must *be* a number.
+
+    Parameters
+    ----------
+    name : the parameter's name, for the message.
+    value : a real number; strings (even numeric ones such as ``'1.0'``), bytes and booleans are refused.
+    **bounds : ``low``, ``high``, ``low_open``, ``high_open`` as for ``check_finite_real``.
+
+    Returns
+    -------
+    The value as a float.
+
+    Raises
+    ------
+    ParameterError : naming ``name``, the value and the range.
+    """
     if isinstance(value, (str, bytes, bool, np.bool_)):
         raise _not_a_number(name, value)
     return check_finite_real(name, value, **bounds)
 
 
-def real_array(name, value):
-    """``value`` (a real number or an array-like of them) as a float64 NumPy array, or a ``ParameterError`` naming
-    ``name``: strings, bytes, booleans, complex numbers, ``None`` and empty arrays are refused.  Ranges (and NaN) are
-    the caller's to check."""
+def real_array(name: str, value: object) -> np.ndarray:
+    """``value`` (a real number or an array-like of them) as a float64 NumPy array.
+
+    Ranges (and NaN) are the caller's to check.
+
+    Parameters
+    ----------
+    name : the parameter's name, for the message.
+    value : a real number or an array-like of them.
+
+    Returns
+    -------
+    A float64 array of the same shape (0-d for a scalar).
+
+    Raises
+    ------
+    ParameterError : strings, bytes, booleans, complex numbers, ``None``, ragged nesting or an empty array.
+    """
     if isinstance(value, (str, bytes)):
         raise _not_a_number(name, value)
     try:

@@ -31,14 +31,27 @@ What keeps the bounds, and what does not:
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 
-def clamp_into(value, lower, upper):
+def clamp_into(value: float | ArrayLike, lower: float | ArrayLike,
+               upper: float | ArrayLike) -> tuple[float, bool] | tuple[np.ndarray, np.ndarray]:
     """An approximation moved into its certified interval, and whether it had to be (elementwise).
 
     An estimate outside ``[lower, upper]`` is known to be wrong; the nearest bound is closer to the truth.
     The composers flag such answers as not reliable.
+
+    Parameters
+    ----------
+    value : the approximation(s).
+    lower, upper : the certified bounds (broadcast against ``value``).
+
+    Returns
+    -------
+    (clamped value, moved): a float and a bool for scalars, else two arrays.
     """
     v = np.asarray(value, dtype=float)
     out = np.minimum(np.maximum(v, lower), upper)
@@ -49,7 +62,19 @@ def clamp_into(value, lower, upper):
 
 
 class Estimate(float):
-    def __new__(cls, value, lower=None, upper=None, method="", certified=False, details=None):
+    """A float answer with its bounds (see the module docstring); pickles and copies with them.
+
+    Parameters
+    ----------
+    value : the answer.
+    lower, upper : its bounds (None where the method gives none).
+    method : the accountant that answered, e.g. "fft".
+    certified : whether ``lower <= truth <= upper`` is guaranteed.
+    details : method-specific information (copied into a new dict).
+    """
+
+    def __new__(cls, value: float, lower: float | None = None, upper: float | None = None, method: str = "",
+                certified: bool = False, details: dict | None = None) -> Estimate:
         obj = super().__new__(cls, value)
         obj.lower = None if lower is None else float(lower)
         obj.upper = None if upper is None else float(upper)
@@ -59,7 +84,8 @@ class Estimate(float):
         return obj
 
     @property
-    def value(self):
+    def value(self) -> float:
+        """The answer as a plain float."""
         return float(self)
 
     def __repr__(self):
@@ -100,9 +126,19 @@ def _bound(b, shape):
 
 class EstimateArray(np.ndarray):
     """Values of a vectorised query, with ``lower`` and ``upper`` arrays of the same shape (see the module
-    docstring for which operations keep the bounds)."""
+    docstring for which operations keep the bounds).
 
-    def __new__(cls, values, lower, upper, method="", certified=False, details=None):
+    Parameters
+    ----------
+    values : the answers (array-like, copied as float64).
+    lower, upper : their bounds, broadcast to the shape of ``values`` (None where the method gives none).
+    method : the accountant that answered.
+    certified : whether every element's ``lower <= truth <= upper`` is guaranteed.
+    details : method-specific information shared by the elements (copied into a new dict).
+    """
+
+    def __new__(cls, values: ArrayLike, lower: ArrayLike | None, upper: ArrayLike | None, method: str = "",
+                certified: bool = False, details: dict | None = None) -> EstimateArray:
         v = np.array(values, dtype=float)
         return cls._wrap(v, _bound(lower, v.shape), _bound(upper, v.shape), method, bool(certified),
                          dict(details or {}))
@@ -138,7 +174,8 @@ class EstimateArray(np.ndarray):
             and self.dtype == obj.dtype
 
     @property
-    def value(self):
+    def value(self) -> np.ndarray:
+        """The answers as a plain ndarray (a view)."""
         return self.view(np.ndarray)
 
     # ----- indexing: bounds indexed like the values
@@ -156,7 +193,13 @@ class EstimateArray(np.ndarray):
             return None if a is None else getattr(np.ndarray, name)(a, *_plain(args), **_plain(kwargs))
         return self._like(f(self.view(np.ndarray)), f(self.lower), f(self.upper))
 
-    def copy(self, order="C"):
+    def copy(self, order: str = "C") -> EstimateArray:
+        """A copy, with copies of the bounds.
+
+        Parameters
+        ----------
+        order : the memory layout, as for ``ndarray.copy``.
+        """
         return self._rearranged("copy", order)
 
     def __copy__(self):
@@ -168,38 +211,99 @@ class EstimateArray(np.ndarray):
         out.details = copy.deepcopy(self.details, memo)
         return out
 
-    def reshape(self, *args, **kwargs):
+    def reshape(self, *args: Any, **kwargs: Any) -> EstimateArray:
+        """``ndarray.reshape``, applied alike to the bounds.
+
+        Parameters
+        ----------
+        *args, **kwargs : as for ``ndarray.reshape``.
+        """
         return self._rearranged("reshape", *args, **kwargs)
 
-    def ravel(self, *args, **kwargs):
+    def ravel(self, *args: Any, **kwargs: Any) -> EstimateArray:
+        """``ndarray.ravel``, applied alike to the bounds.
+
+        Parameters
+        ----------
+        *args, **kwargs : as for ``ndarray.ravel``.
+        """
         return self._rearranged("ravel", *args, **kwargs)
 
-    def flatten(self, *args, **kwargs):
+    def flatten(self, *args: Any, **kwargs: Any) -> EstimateArray:
+        """``ndarray.flatten``, applied alike to the bounds.
+
+        Parameters
+        ----------
+        *args, **kwargs : as for ``ndarray.flatten``.
+        """
         return self._rearranged("flatten", *args, **kwargs)
 
-    def transpose(self, *args):
+    def transpose(self, *args: Any) -> EstimateArray:
+        """``ndarray.transpose``, applied alike to the bounds.
+
+        Parameters
+        ----------
+        *args : as for ``ndarray.transpose``.
+        """
         return self._rearranged("transpose", *args)
 
     @property
-    def T(self):
+    def T(self) -> EstimateArray:
+        """The transpose, with the bounds transposed."""
         return self.transpose()
 
-    def squeeze(self, *args, **kwargs):
+    def squeeze(self, *args: Any, **kwargs: Any) -> EstimateArray:
+        """``ndarray.squeeze``, applied alike to the bounds.
+
+        Parameters
+        ----------
+        *args, **kwargs : as for ``ndarray.squeeze``.
+        """
         return self._rearranged("squeeze", *args, **kwargs)
 
-    def swapaxes(self, *args):
+    def swapaxes(self, *args: Any) -> EstimateArray:
+        """``ndarray.swapaxes``, applied alike to the bounds.
+
+        Parameters
+        ----------
+        *args : as for ``ndarray.swapaxes``.
+        """
         return self._rearranged("swapaxes", *args)
 
-    def take(self, *args, **kwargs):
+    def take(self, *args: Any, **kwargs: Any) -> EstimateArray:
+        """``ndarray.take``, applied alike to the bounds.
+
+        Parameters
+        ----------
+        *args, **kwargs : as for ``ndarray.take``.
+        """
         return self._rearranged("take", *args, **kwargs)
 
-    def repeat(self, *args, **kwargs):
+    def repeat(self, *args: Any, **kwargs: Any) -> EstimateArray:
+        """``ndarray.repeat``, applied alike to the bounds.
+
+        Parameters
+        ----------
+        *args, **kwargs : as for ``ndarray.repeat``.
+        """
         return self._rearranged("repeat", *args, **kwargs)
 
-    def compress(self, *args, **kwargs):
+    def compress(self, *args: Any, **kwargs: Any) -> EstimateArray:
+        """``ndarray.compress``, applied alike to the bounds.
+
+        Parameters
+        ----------
+        *args, **kwargs : as for ``ndarray.compress``.
+        """
         return self._rearranged("compress", *args, **kwargs)
 
-    def diagonal(self, *args, **kwargs):
+    def diagonal(self, *args: Any, **kwargs: Any) -> EstimateArray:
+        """``ndarray.diagonal``, applied alike to the bounds.
+
+        Parameters
+        ----------
+        *args, **kwargs : as for ``ndarray.diagonal``.
+        """
         return self._rearranged("diagonal", *args, **kwargs)
 
     # ----- computing: plain results (not certified intervals)
@@ -214,7 +318,17 @@ class EstimateArray(np.ndarray):
     def __setitem__(self, key, value):
         raise TypeError(_NO_WRITE)
 
-    def sort(self, *args, **kwargs):
+    def sort(self, *args: Any, **kwargs: Any) -> None:
+        """Refused: an ``EstimateArray`` is not written in place (sort ``np.array(a)``, a plain copy).
+
+        Parameters
+        ----------
+        *args, **kwargs : ignored.
+
+        Raises
+        ------
+        TypeError : always.
+        """
         raise TypeError(_NO_WRITE)
 
     # ----- pickling: NumPy's own state plus the bounds and metadata

@@ -22,8 +22,16 @@ DIRECTIONS = (REMOVE, ADD)
 CHOICES = (BOTH, REMOVE, ADD)
 
 
-def directions(direction: str = BOTH) -> tuple:
+def directions(direction: str = BOTH) -> tuple[str, ...]:
     """The directions a query over ``direction`` covers: both for ``"both"``, else the one named.
+
+    Parameters
+    ----------
+    direction : one of ``CHOICES``: 'both', 'remove' or 'add'.
+
+    Returns
+    -------
+    ``DIRECTIONS`` for 'both', else ``(direction,)``.
 
     Raises
     ------
@@ -36,6 +44,14 @@ def directions(direction: str = BOTH) -> tuple:
 
 def check_direction(direction: str) -> str:
     """``direction`` itself when it names one direction (not ``"both"``).
+
+    Parameters
+    ----------
+    direction : 'remove' or 'add'.
+
+    Returns
+    -------
+    ``direction``.
 
     Raises
     ------

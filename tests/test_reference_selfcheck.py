@@ -3,14 +3,10 @@
 These tests validate the *references* (closed forms, independent brute-force
 computations, internal consistency); they do not touch mechkit."""
 
-import os
-import sys
-
 import pytest
 from mpmath import mp, mpf
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from references import mpmath_laws as R  # noqa: E402
+from tests.references import mpmath_laws as R
 
 
 def close(a, b, rel=mpf(10) ** -35, abs_=mpf(10) ** -45):

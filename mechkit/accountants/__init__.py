@@ -5,3 +5,6 @@
 ``gdp`` (mu-GDP closed forms and the CLT approximation).  An accountant touches no mechanism: it asks a
 composition's PLRVs for what ``docs/mechanism-contract.md`` lists.
 """
+
+#: the methods a composition's queries take (``method=``); each accountant's module is imported on first use
+METHODS = ("fft", "spa", "edgeworth", "rdp", "gdp")

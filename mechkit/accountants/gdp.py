@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
@@ -37,12 +38,21 @@ def _x_plus_mills(x):
     return out
 
 
-def log_delta_array(mu, eps):
+def log_delta_array(mu: ArrayLike, eps: ArrayLike) -> np.ndarray:
     """log delta_mu(eps) elementwise for arrays mu > 0, eps >= 0 (broadcast), accurate for tiny mu and delta.
 
     delta = Phi(a) (1 - e^D) with a = -eps/mu + mu/2 and D = eps - [log Phi(a) - log Phi(a - mu)].  For
     mu < 1/2 the difference is computed without cancellation as D = -mu * mean of h(x) = x + phi/Phi over
     [a - mu, a] (16-point Gauss-Legendre); for larger mu the direct difference is accurate.
+
+    Parameters
+    ----------
+    mu : GDP parameters > 0 (not checked).
+    eps : epsilons >= 0 (not checked), broadcast against ``mu``.
+
+    Returns
+    -------
+    An array of the broadcast shape; -inf where delta = 0.
     """
     mu, eps = np.broadcast_arrays(np.asarray(mu, dtype=float), np.asarray(eps, dtype=float))
     with np.errstate(all="ignore"):
@@ -60,7 +70,22 @@ def log_delta_array(mu, eps):
     return out
 
 
-def log_delta(mu, epsilon):
+def log_delta(mu: float, epsilon: float | ArrayLike) -> np.ndarray:
+    """log delta(epsilon) of mu-GDP, accurate for tiny delta (vectorised over epsilon).
+
+    Parameters
+    ----------
+    mu : the GDP parameter, > 0.
+    epsilon : in [0, inf], or an array of such values.
+
+    Returns
+    -------
+    An array of epsilon's shape, at least 1-D (also for a scalar epsilon).
+
+    Raises
+    ------
+    ParameterError : mu not a finite number > 0, or an epsilon negative or nan.
+    """
     mu = check_finite_real("mu", mu, low=0.0)
     eps = np.atleast_1d(np.asarray(epsilon, dtype=float))
     if np.any(np.isnan(eps)) or np.any(eps < 0):
@@ -68,14 +93,38 @@ def log_delta(mu, epsilon):
     return log_delta_array(np.full(eps.shape, mu), eps)
 
 
-def delta(mu, epsilon):
-    """delta(epsilon) of mu-GDP (vectorised over epsilon)."""
+def delta(mu: float, epsilon: float | ArrayLike) -> float | np.ndarray:
+    """delta(epsilon) of mu-GDP, Phi(-epsilon/mu + mu/2) - e^epsilon Phi(-epsilon/mu - mu/2).
+
+    Parameters
+    ----------
+    mu : the GDP parameter, > 0.
+    epsilon : in [0, inf], or an array of such values.
+
+    Returns
+    -------
+    A float for a scalar epsilon, else an array of its shape.
+
+    Raises
+    ------
+    ParameterError : mu not a finite number > 0, or an epsilon negative or nan.
+    """
     out = np.exp(log_delta(mu, epsilon))
     return float(out[0]) if np.ndim(epsilon) == 0 else out
 
 
-def epsilon(mu, delta):
-    """Smallest epsilon >= 0 with delta_mu(epsilon) <= delta."""
+def epsilon(mu: float, delta: float) -> float:
+    """Smallest epsilon >= 0 with delta_mu(epsilon) <= delta.
+
+    Parameters
+    ----------
+    mu : the GDP parameter, > 0.
+    delta : in (0, 1).
+
+    Raises
+    ------
+    ParameterError : mu not a finite number > 0, or delta not in (0, 1).
+    """
     mu = check_finite_real("mu", mu, low=0.0)
     d = check_finite_real("delta", delta, low=0.0, high=1.0)
     f = lambda e: float(log_delta(mu, e)[0]) - math.log(d)
@@ -88,8 +137,17 @@ def epsilon(mu, delta):
     return float(brentq(g, 0.0, hi, xtol=1e-14, rtol=8.9e-16, maxiter=500))
 
 
-def mu_of_gaussians(*items):
-    """mu of a composition of Gaussian mechanisms given as (sigma, sensitivity, count) tuples."""
+def mu_of_gaussians(*items: tuple) -> float:
+    """mu of a composition of Gaussian mechanisms: sqrt(sum count * (sensitivity / sigma)^2).
+
+    Parameters
+    ----------
+    *items : ``(sigma, sensitivity, count)`` or ``(sigma, sensitivity)`` (count 1) tuples.
+
+    Raises
+    ------
+    ParameterError : sigma or sensitivity not a finite number > 0, or count not a finite number >= 1.
+    """
     total = 0.0
     for it in items:
         sigma, sens, count = (tuple(it) + (1,))[:3] if len(it) == 2 else tuple(it)

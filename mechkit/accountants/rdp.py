@@ -11,12 +11,18 @@ The result is an upper bound on the true epsilon (it is what the moments account
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import minimize_scalar
 
 from ..errors import ParameterError, check_finite_real
 from ..relations import directions
+
+if TYPE_CHECKING:
+    from ..laws.family import Mechanism
 
 DEFAULT_ALPHAS = np.concatenate((1 + np.logspace(-3, 0, 12)[:-1], np.linspace(2, 20, 37), np.geomspace(21, 4096, 40)))
 #: enough to size an FFT domain: any alpha gives a valid upper bound, the optimum is not needed
@@ -38,13 +44,31 @@ def _eps_of(rdp, alpha, log_delta):
     return rdp + math.log1p(-1.0 / alpha) - (log_delta + math.log(alpha)) / (alpha - 1.0)
 
 
-def epsilon(items, delta, direction="both", alphas=None, refine=True, finite=False):
-    """(epsilon upper bound, optimal alpha) for a composition given as [(mechanism, count), ...].
+def epsilon(items: Sequence[tuple[Mechanism, int]], delta: float, direction: str = "both",
+            alphas: ArrayLike | None = None, refine: bool = True, finite: bool = False) -> tuple[float, float]:
+    """An upper bound on epsilon(delta) of a composition, from its Renyi divergences.
 
-    ``alphas``: the orders to try (default: a dense grid); ``refine``: polish the best order by a bounded
-    scalar search.  Every alpha gives a valid upper bound, so a coarse grid is still sound, only looser.
-    ``finite``: bound only the finite part of the privacy loss (E[e^{tY}; Y finite] in place of the CGF);
-    the conversion then bounds the finite part's contribution to delta, as the FFT domain needs.
+    Every alpha gives a valid upper bound, so a coarse grid is still sound, only looser.
+
+    Parameters
+    ----------
+    items : the composition, ``[(mechanism, count), ...]``.
+    delta : in (0, 1).
+    direction : 'both' (the larger of the two directions' bounds), 'remove' or 'add'.
+    alphas : the orders > 1 to try (default ``DEFAULT_ALPHAS``, a dense grid).
+    refine : polish the best order by a bounded scalar search; without it, the scan stops two orders past the
+        minimum.
+    finite : bound only the finite part of the privacy loss (E[e^{tY}; Y finite] in place of the CGF); the
+        conversion then bounds the finite part's contribution to delta, as the FFT domain needs.
+
+    Returns
+    -------
+    (epsilon upper bound, the order alpha that gives it); the bound is inf where every order's divergence is
+    infinite.
+
+    Raises
+    ------
+    ParameterError : delta not in (0, 1), no items, or an unknown ``direction``.
     """
     grid = DEFAULT_ALPHAS if alphas is None else np.asarray(alphas, dtype=float)
     d = check_finite_real("delta", delta, low=0.0, high=1.0)

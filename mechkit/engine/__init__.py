@@ -2,3 +2,8 @@
 finding, quadrature, peak scans and tilted moments (``numerics``, Numba), and NumPy log-space helpers
 (``logspace``).  Nothing here knows about mechanisms or accountants.
 """
+from .. import cache as _cache
+
+# before the first ``cache=True`` function is defined: Numba needs a writable cache location (a temporary one, with
+# a warning, where it finds none)
+_cache.ensure_numba_cache()

@@ -179,6 +179,33 @@ def _worst_row(errs, n, tot_abs):
     return best
 
 
+# Explicit loops instead of slice assignment: a slice assignment compiles Numba's shape-mismatch error path
+# (string formatting included), most of this module's first compilation.
+@njit(cache=True, error_model="numpy")
+def _set_rows(vals, errs, absv, i, res, err, ab):
+    for j in range(res.shape[0]):
+        vals[i, j] = res[j]
+        errs[i, j] = err[j]
+        absv[i, j] = ab[j]
+
+
+@njit(cache=True, error_model="numpy")
+def _grown(a, n, cap):
+    out = np.empty(cap)
+    for i in range(n):
+        out[i] = a[i]
+    return out
+
+
+@njit(cache=True, error_model="numpy")
+def _grown_rows(a, n, cap):
+    out = np.empty((cap, a.shape[1]))
+    for i in range(n):
+        for j in range(a.shape[1]):
+            out[i, j] = a[i, j]
+    return out
+
+
 @njit(types.Tuple((A1, A1))(types.int64, KT, KT, KT, A1, f8, f8, f8, f8, f8, types.int64, A1, f8),
       cache=True, error_model="numpy")
 def gk_adaptive(mode, f1, f2, f3, edges, c, w, t, shift, mu, nmom, theta, rtol):
@@ -207,9 +234,7 @@ def gk_adaptive(mode, f1, f2, f3, edges, c, w, t, shift, mu, nmom, theta, rtol):
         _gk_interval(mode, f1, f2, f3, x0, x1, c, w, t, shift, mu, nmom, theta, res, err, ab, fv, gauss)
         lo[n] = x0
         hi[n] = x1
-        vals[n, :] = res
-        errs[n, :] = err
-        absv[n, :] = ab
+        _set_rows(vals, errs, absv, n, res, err, ab)
         n += 1
     if n == 0:
         return np.zeros(m), np.zeros(m)
@@ -222,17 +247,8 @@ def gk_adaptive(mode, f1, f2, f3, edges, c, w, t, shift, mu, nmom, theta, rtol):
     for it in range(max_cap):
         if n + 1 >= cap and cap < max_cap:
             cap = min(2 * cap, max_cap)
-            lo2 = np.empty(cap)
-            hi2 = np.empty(cap)
-            vals2 = np.empty((cap, m))
-            errs2 = np.empty((cap, m))
-            absv2 = np.empty((cap, m))
-            lo2[:n] = lo[:n]
-            hi2[:n] = hi[:n]
-            vals2[:n] = vals[:n]
-            errs2[:n] = errs[:n]
-            absv2[:n] = absv[:n]
-            lo, hi, vals, errs, absv = lo2, hi2, vals2, errs2, absv2
+            lo, hi = _grown(lo, n, cap), _grown(hi, n, cap)
+            vals, errs, absv = _grown_rows(vals, n, cap), _grown_rows(errs, n, cap), _grown_rows(absv, n, cap)
         if it % 64 == 0:  # running sums, refreshed now and then against drift
             _sum_rows(vals, errs, absv, n, tot, tot_err, tot_abs)
         ok = True
@@ -255,15 +271,11 @@ def gk_adaptive(mode, f1, f2, f3, edges, c, w, t, shift, mu, nmom, theta, rtol):
             tot_abs[j] -= absv[best, j]
         _gk_interval(mode, f1, f2, f3, a0, mid, c, w, t, shift, mu, nmom, theta, res, err, ab, fv, gauss)
         hi[best] = mid
-        vals[best, :] = res
-        errs[best, :] = err
-        absv[best, :] = ab
+        _set_rows(vals, errs, absv, best, res, err, ab)
         _gk_interval(mode, f1, f2, f3, mid, b0, c, w, t, shift, mu, nmom, theta, res, err, ab, fv, gauss)
         lo[n] = mid
         hi[n] = b0
-        vals[n, :] = res
-        errs[n, :] = err
-        absv[n, :] = ab
+        _set_rows(vals, errs, absv, n, res, err, ab)
         n += 1
         noisy = True
         for j in range(m):
@@ -281,22 +293,28 @@ def gk_adaptive(mode, f1, f2, f3, edges, c, w, t, shift, mu, nmom, theta, rtol):
     return np.zeros(m), np.zeros(m)
 
 
-@njit(types.Tuple((A1, A1))(types.int64, KT, KT, KT, f8, f8, f8, f8, f8, f8, f8, types.int64, A1, f8, types.int64),
-      cache=True, error_model="numpy")
+@njit(A1(f8, f8, types.int64), cache=True, error_model="numpy")
+def equal_edges(ua, ub, n):
+    """n equal intervals of [ua, ub] (n + 1 edges), as ``gk_adaptive`` starts from them."""
+    edges = np.empty(n + 1)
+    for i in range(n + 1):
+        edges[i] = ua + (ub - ua) * i / n
+    return edges
+
+
 def gk_integrate(mode, f1, f2, f3, a, b, c, w, t, shift, mu, nmom, theta, rtol, nsplit):
     """Adaptive GK21 integral over x in [a, b] (ends may be infinite) in the mapped variable u.
 
     The map x = c + w u/(1-u^2) puts the bulk of the integrand (centre c, width w) at u ~ 0; the search starts
     from ``nsplit`` equal intervals in u.  Returns (integrals[0..nmom], estimated absolute errors[0..nmom]).
+    A Python function: compiled, it would hold a second copy of ``gk_adaptive``'s machine code (Numba links a
+    callee into each compiled caller), about a second of every first compilation.
     """
-    ua = u_of_x(a, c, w)
-    ub = u_of_x(b, c, w)
+    ua = u_of_x(float(a), float(c), float(w))
+    ub = u_of_x(float(b), float(c), float(w))
     if not (ub > ua):
         return np.zeros(nmom + 1), np.zeros(nmom + 1)
-    edges = np.empty(nsplit + 1)
-    for i in range(nsplit + 1):
-        edges[i] = ua + (ub - ua) * i / nsplit
-    return gk_adaptive(mode, f1, f2, f3, edges, c, w, t, shift, mu, nmom, theta, rtol)
+    return gk_adaptive(mode, f1, f2, f3, equal_edges(ua, ub, nsplit), c, w, t, shift, mu, nmom, theta, rtol)
 
 
 @njit(f8(types.int64, KT, KT, f8, f8, A1), cache=True, error_model="numpy")

@@ -10,7 +10,7 @@ from numba import njit, types
 
 from .kernels import A1, KT, as_kernel, f8
 from .peaks import peak_from_grid, tilt_diverges
-from .quadrature import gk_adaptive, gk_integrate, gval, u_of_x
+from .quadrature import equal_edges, gk_adaptive, gval, u_of_x
 from .roots import checked_inverse
 
 #: the trapezoid walk stops on a side once two consecutive points contribute less than this (relative to the
@@ -211,7 +211,9 @@ def tilt_piece(lp_at, lq_at, L_at, inv_at, has_inv, a, b, inc, La, Lb, t, mu, nm
     ub = u_of_x(b, xs, w)
     uk = u_of_x(xk, xs, w) if math.isfinite(xk) else np.nan
     if not (ua < uk < ub):  # no kink inside the piece: equal intervals
-        return gs, gk_integrate(4, lp, lq, L, a, b, xs, w, t, gs, mu, nmom, theta, rtol, nsplit)[0], mu
+        if not (ub > ua):
+            return gs, np.zeros(nmom + 1), mu
+        return gs, gk_adaptive(4, lp, lq, L, equal_edges(ua, ub, nsplit), xs, w, t, gs, mu, nmom, theta, rtol)[0], mu
     edges = np.empty(2 * nsplit + 1)
     for i in range(nsplit + 1):
         edges[i] = ua + (uk - ua) * i / nsplit

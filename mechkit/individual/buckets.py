@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import scipy.fft as sfft
+from numpy.typing import ArrayLike
 from scipy.special import ndtri
 
 from ..accountants import fft as _fft
@@ -52,10 +53,24 @@ PRESTORED = 1024
 UINT16_MAX = np.iinfo(np.uint16).max
 
 
-def effective_sigma(norms, noise_multiplier, clip):
+def effective_sigma(norms: float | ArrayLike, noise_multiplier: float, clip: float) -> float | np.ndarray:
     """Per-example effective noise multiplier of one DP-SGD step, ``z C / min(norm, C)`` (inf for a norm of 0).
 
     With sensitivity 1 this is the sigma of the step's dominating pair ``subsample(gaussian(sigma), q)``.
+
+    Parameters
+    ----------
+    norms : the per-example gradient norms before clipping (finite, >= 0), or one norm.
+    noise_multiplier : z > 0.
+    clip : the clipping bound C > 0.
+
+    Returns
+    -------
+    A float for a scalar ``norms``, else an array of its shape.
+
+    Raises
+    ------
+    ParameterError : a value out of range or not finite.
     """
     z = check_finite_real("noise_multiplier", noise_multiplier, low=0.0)
     c = check_finite_real("clip", clip, low=0.0)

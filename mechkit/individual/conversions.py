@@ -4,8 +4,10 @@ and (epsilon, delta), exact (GDP) or through Renyi DP, vectorised over examples.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtri
 
@@ -15,13 +17,26 @@ from ..errors import ParameterError, check_finite_real
 from .state import check_array, check_delta
 
 
-def mu_from_norms(norms, clip, sigma):
+def mu_from_norms(norms: float | ArrayLike, clip: float, sigma: float) -> float | np.ndarray:
     """Per-example GDP parameters of one DP-GD step: ``min(norm, clip) / sigma`` (vectorised).
 
-    ``norms``: the per-example gradient norms before clipping (>= 0); ``clip``: the clipping bound C; ``sigma``: the
-    standard deviation of the Gaussian noise added to the *sum* of clipped gradients (with a noise multiplier z,
-    ``sigma = z * clip``).  Removing example i changes the sum by its clipped gradient, so the step is
-    ``||g_i||/sigma``-GDP for it (notes.md 4.4, C.2).
+    Removing example i changes the sum by its clipped gradient, so the step is ``||g_i||/sigma``-GDP for it
+    (notes.md 4.4, C.2).
+
+    Parameters
+    ----------
+    norms : the per-example gradient norms before clipping (finite, >= 0), or one norm.
+    clip : the clipping bound C > 0.
+    sigma : the standard deviation (> 0) of the Gaussian noise added to the *sum* of clipped gradients (with a
+        noise multiplier z, ``sigma = z * clip``).
+
+    Returns
+    -------
+    A float for a scalar ``norms``, else an array of its shape.
+
+    Raises
+    ------
+    ParameterError : a value out of range or not finite.
     """
     c = check_finite_real("clip", clip, low=0.0)
     s = check_finite_real("sigma", sigma, low=0.0)
@@ -30,8 +45,18 @@ def mu_from_norms(norms, clip, sigma):
     return float(out) if np.ndim(norms) == 0 else out
 
 
-def composed_mu(mus, axis=None):
-    """sqrt(sum mu_j^2): the GDP parameter of composed Gaussian steps (Theorem 2 when bounded a priori)."""
+def composed_mu(mus: ArrayLike, axis: int | tuple[int, ...] | None = None) -> float | np.ndarray:
+    """sqrt(sum mu_j^2): the GDP parameter of composed Gaussian steps (Theorem 2 when bounded a priori).
+
+    Parameters
+    ----------
+    mus : the steps' GDP parameters, in [0, 1e100].
+    axis : the axis (or axes) summed over, as for ``np.sum`` (default: all).
+
+    Raises
+    ------
+    ParameterError : a value out of range or not finite.
+    """
     arr = check_array("mus", mus, allow_scalar=True)
     return np.sqrt(np.sum(arr * arr, axis=axis))
 
@@ -41,7 +66,7 @@ def _log_delta_vec(mu, eps):
     return _gdp.log_delta_array(mu, eps)
 
 
-def gdp_eps_unique(mu, delta):
+def gdp_eps_unique(mu: np.ndarray, delta: float) -> np.ndarray:
     """Smallest eps >= 0 with delta_mu(eps) <= delta, for an array of mu >= 0 (safeguarded Newton)."""
     out = np.zeros(mu.shape)
     logd = math.log(delta)
@@ -82,7 +107,7 @@ def gdp_eps_unique(mu, delta):
     return out
 
 
-def unique_apply(values, fn):
+def unique_apply(values: np.ndarray, fn: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
     """fn (increasing) on the distinct values only; the results are made exactly non-decreasing in the values.
 
     The root finders are accurate to a few ulps, so two close values could come out in the wrong order; the running
@@ -93,16 +118,44 @@ def unique_apply(values, fn):
     return np.maximum.accumulate(fn(u))[inv].reshape(values.shape)
 
 
-def epsilon_from_mu(mu, delta):
-    """epsilon(delta) of mu-GDP with the exact curve, vectorised over ``mu`` (an array of GDP parameters)."""
+def epsilon_from_mu(mu: float | ArrayLike, delta: float) -> float | np.ndarray:
+    """epsilon(delta) of mu-GDP with the exact curve, vectorised over ``mu``.
+
+    Parameters
+    ----------
+    mu : a GDP parameter in [0, 1e100], or an array of them.
+    delta : in (0, 1).
+
+    Returns
+    -------
+    A float for a scalar ``mu``, else an array of its shape.
+
+    Raises
+    ------
+    ParameterError : a value out of range or not finite.
+    """
     d = check_delta(delta)
     arr = check_array("mu", mu, allow_scalar=True)
     out = unique_apply(arr, lambda u: gdp_eps_unique(u, d))
     return float(out) if np.ndim(mu) == 0 else out
 
 
-def delta_from_mu(mu, epsilon):
-    """delta(epsilon) of mu-GDP with the exact curve, vectorised over ``mu``."""
+def delta_from_mu(mu: float | ArrayLike, epsilon: float) -> float | np.ndarray:
+    """delta(epsilon) of mu-GDP with the exact curve, vectorised over ``mu``.
+
+    Parameters
+    ----------
+    mu : a GDP parameter in [0, 1e100], or an array of them.
+    epsilon : finite, >= 0.
+
+    Returns
+    -------
+    A float for a scalar ``mu``, else an array of its shape.
+
+    Raises
+    ------
+    ParameterError : a value out of range or not finite.
+    """
     e = check_finite_real("epsilon", epsilon, low=0.0, low_open=False)
     arr = check_array("mu", mu, allow_scalar=True)
     out = np.zeros(arr.shape)
@@ -111,8 +164,18 @@ def delta_from_mu(mu, epsilon):
     return float(out) if np.ndim(mu) == 0 else out
 
 
-def mu_from_epsilon(epsilon, delta):
-    """The largest B with delta_B(epsilon) <= delta on the exact mu-GDP curve (budget conversion)."""
+def mu_from_epsilon(epsilon: float, delta: float) -> float:
+    """The largest B with delta_B(epsilon) <= delta on the exact mu-GDP curve (budget conversion).
+
+    Parameters
+    ----------
+    epsilon : finite, > 0.
+    delta : in (0, 1).
+
+    Raises
+    ------
+    ParameterError : a value out of range, or no bound on mu below 1e6.
+    """
     e = check_finite_real("epsilon", epsilon, low=0.0)
     d = check_delta(delta)
     logd = math.log(d)
@@ -136,7 +199,7 @@ def _rdp_const(alpha, logd):
     return np.log1p(-1.0 / alpha) - (logd + np.log(alpha)) / (alpha - 1.0)
 
 
-def rdp_eps_sq_unique(s, delta, chunk=1 << 15):
+def rdp_eps_sq_unique(s: np.ndarray, delta: float, chunk: int = 1 << 15) -> np.ndarray:
     """min over alpha of alpha s/2 + log((alpha-1)/alpha) - (log delta + log alpha)/(alpha-1), for s = sum mu^2.
 
     Grid ``mechkit.rdp.DEFAULT_ALPHAS``, then a golden-section refinement in log alpha between the neighbours of the
@@ -174,15 +237,29 @@ def rdp_eps_sq_unique(s, delta, chunk=1 << 15):
     return out
 
 
-def rdp_epsilon_from_mu(mu, delta):
-    """epsilon(delta) from the RDP curve alpha mu^2/2 of mu-GDP Gaussian steps, improved conversion, vectorised."""
+def rdp_epsilon_from_mu(mu: float | ArrayLike, delta: float) -> float | np.ndarray:
+    """epsilon(delta) from the RDP curve alpha mu^2/2 of mu-GDP Gaussian steps, improved conversion, vectorised.
+
+    Parameters
+    ----------
+    mu : a GDP parameter in [0, 1e100], or an array of them.
+    delta : in (0, 1).
+
+    Returns
+    -------
+    A float for a scalar ``mu``, else an array of its shape.
+
+    Raises
+    ------
+    ParameterError : a value out of range or not finite.
+    """
     d = check_delta(delta)
     arr = check_array("mu", mu, allow_scalar=True)
     out = unique_apply(arr * arr, lambda u: rdp_eps_sq_unique(u, d))
     return float(out) if np.ndim(mu) == 0 else out
 
 
-def rdp_cap_for(epsilon, delta):
+def rdp_cap_for(epsilon: float, delta: float) -> float:
     """The largest s = sum mu^2 whose RDP-converted epsilon(delta) is <= epsilon."""
     f = lambda s: float(rdp_eps_sq_unique(np.array([s]), delta)[0]) - epsilon  # increasing in s
     hi = 1.0

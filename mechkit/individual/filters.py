@@ -47,8 +47,10 @@ a restored accountant continues bit-identically.
 from __future__ import annotations
 
 import math
+from typing import NoReturn
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..accountants import gdp as _gdp
 from ..errors import ParameterError, check_finite_real
@@ -75,25 +77,35 @@ class _Accountant(Persistent):
 
     # ----- views
     @property
-    def spent_sq(self):
+    def spent_sq(self) -> np.ndarray:
         """Per-example spent sum_j (mu_j^(i))^2 (a copy)."""
         return self._spent.copy()
 
     @property
-    def spent_mu(self):
+    def spent_mu(self) -> np.ndarray:
         """Per-example GDP parameter of the privacy spent so far, sqrt(sum_j (mu_j^(i))^2)."""
         return np.sqrt(self._spent)
 
     def _report_mu(self):
         return np.sqrt(self._spent)
 
-    def epsilon(self, delta):
-        """Per-example epsilon(delta) of the privacy spent so far (exact mu-GDP curve), shape (N,)."""
+    def epsilon(self, delta: float) -> np.ndarray:
+        """Per-example epsilon(delta) of the privacy spent so far (exact mu-GDP curve), shape (N,).
+
+        Parameters
+        ----------
+        delta : in (0, 1); a ``ParameterError`` otherwise.
+        """
         d = check_delta(delta)
         return unique_apply(self._report_mu(), lambda u: gdp_eps_unique(u, d))
 
-    def delta(self, epsilon):
-        """Per-example delta(epsilon) of the privacy spent so far (exact mu-GDP curve), shape (N,)."""
+    def delta(self, epsilon: float) -> np.ndarray:
+        """Per-example delta(epsilon) of the privacy spent so far (exact mu-GDP curve), shape (N,).
+
+        Parameters
+        ----------
+        epsilon : finite, >= 0; a ``ParameterError`` otherwise.
+        """
         return delta_from_mu(self._report_mu(), epsilon)
 
     # ----- validation shared by the subclasses
@@ -159,41 +171,54 @@ class _SquaredBudgetFilter(_Accountant):
 
     # ----- views
     @property
-    def halted_at(self):
+    def halted_at(self) -> np.ndarray:
         """Per-example step (1-based) at which the budget was exhausted, -1 while still active (a copy)."""
         return self._halted_at.copy()
 
     @property
-    def active(self):
+    def active(self) -> np.ndarray:
         """Boolean mask of the examples that have not exhausted their budget."""
         return self._halted_at < 0
 
     @property
-    def n_active(self):
+    def n_active(self) -> int:
+        """The number of examples that have not exhausted their budget."""
         return int(np.count_nonzero(self._halted_at < 0))
 
     @property
-    def last_scale(self):
+    def last_scale(self) -> np.ndarray:
         """The factors of the last step: 1 full contribution, (0, 1) scaled last step, 0 left out."""
         return self._scale.copy()
 
     @property
-    def remaining_sq(self):
+    def remaining_sq(self) -> np.ndarray:
+        """Per-example budget left, cap - spent_sq (a new array)."""
         return self._cap - self._spent
 
     @property
-    def scale_last_step(self):
+    def scale_last_step(self) -> bool:
+        """Whether an overshooting example takes part once more, scaled (Remark 3)."""
         return self._scale_last
 
     # ----- the step
-    def step(self, mu, return_scale=False):
-        """Account one step with per-example GDP parameters ``mu`` (length N, >= 0; see :func:`mu_from_norms`).
+    def step(self, mu: ArrayLike, return_scale: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+        """Account one step with per-example GDP parameters.
 
-        Returns the boolean mask of the examples that take part in this step (before it, they had not exhausted
-        the budget, and their step fits or is scaled to fit).  With ``return_scale=True`` returns
-        ``(active, scale)``: multiply example i's contribution (its clipped gradient) by ``scale[i]``: 1 for a full
-        step, in (0, 1) for the last step of an example whose budget is then exactly used up (Remark 3), 0 for
-        examples left out.  Bad input raises ParameterError before any state changes.
+        Parameters
+        ----------
+        mu : length N, in [0, 1e100] (``state.MU_MAX``; see :func:`mu_from_norms`).
+        return_scale : also return the scale factors.
+
+        Returns
+        -------
+        The boolean mask of the examples that take part in this step (before it, they had not exhausted the budget,
+        and their step fits or is scaled to fit); with ``return_scale``, ``(active, scale)``: multiply example i's
+        contribution (its clipped gradient) by ``scale[i]``: 1 for a full step, in (0, 1) for the last step of an
+        example whose budget is then exactly used up (Remark 3), 0 for examples left out.
+
+        Raises
+        ------
+        ParameterError : ``mu`` not numeric, of another shape or out of range (before any state changes).
         """
         mu = self._check_step(mu)
         sq = np.multiply(mu, mu, out=self._sq)
@@ -243,13 +268,23 @@ class GDPFilter(_SquaredBudgetFilter):
     standard deviation on the gradient sum) and returns the mask of examples taking part.  ``epsilon(delta)`` and
     ``delta(epsilon)`` give each example's individual values from its spent sqrt(sum mu^2);
     ``budget_epsilon(delta)`` is the guarantee (reached exactly by the examples whose budget is used up).
-    ``scale_last_step=False`` leaves an overshooting example out of the step instead of scaling it (Algorithm 1 as
-    printed; it may take part again later with a smaller mu).
+
+    Parameters
+    ----------
+    n_examples : N, a positive integer.
+    budget_mu : B > 0; or instead ``epsilon`` > 0 and ``delta`` in (0, 1).
+    scale_last_step : scale an overshooting example's last step (Remark 3); False leaves it out of the step
+        (Algorithm 1 as printed; it may take part again later with a smaller mu).
+
+    Raises
+    ------
+    ParameterError : a bad N, both or neither form of the budget, or a value out of range.
     """
 
     _kind = "GDPFilter"
 
-    def __init__(self, n_examples, budget_mu=None, epsilon=None, delta=None, *, scale_last_step=True):
+    def __init__(self, n_examples: int, budget_mu: float | None = None, epsilon: float | None = None,
+                 delta: float | None = None, *, scale_last_step: bool = True) -> None:
         n = check_n(n_examples)
         if budget_mu is not None:
             if epsilon is not None or delta is not None:
@@ -267,14 +302,26 @@ class GDPFilter(_SquaredBudgetFilter):
         self._init_filter(n, b * b, scale_last_step)
 
     @property
-    def budget_mu(self):
+    def budget_mu(self) -> float:
+        """The budget B (GDP parameter)."""
         return self._budget
 
-    def budget_epsilon(self, delta):
-        """epsilon(delta) of the filter's guarantee, B-GDP (exact curve, :func:`mechkit.gdp.epsilon`)."""
+    def budget_epsilon(self, delta: float) -> float:
+        """epsilon(delta) of the filter's guarantee, B-GDP (exact curve, :func:`mechkit.gdp.epsilon`).
+
+        Parameters
+        ----------
+        delta : in (0, 1); a ``ParameterError`` otherwise.
+        """
         return _gdp.epsilon(self._budget, check_delta(delta))
 
-    def budget_delta(self, epsilon):
+    def budget_delta(self, epsilon: float) -> float:
+        """delta(epsilon) of the filter's guarantee, B-GDP (exact curve).
+
+        Parameters
+        ----------
+        epsilon : finite, >= 0; a ``ParameterError`` otherwise.
+        """
         return _gdp.delta(self._budget, check_finite_real("epsilon", epsilon, low=0.0, low_open=False))
 
     def _params(self):
@@ -306,15 +353,25 @@ class AdaptiveGDPFilter(GDPFilter):
     ``step(mu)`` takes this step's (scalar) mu_j, e.g. max_i ||g_i||/sigma for DP-GD, and returns the factor to
     apply to the step's sensitivity: 1.0 run it, in (0, 1) run it scaled (then the budget is used up), 0.0 halt.
     While the factors are obeyed, sum_j mu_j^2 <= B^2 and the run is B-GDP (``budget_epsilon``).
+
+    Parameters
+    ----------
+    budget_mu, epsilon, delta, scale_last_step : as for ``GDPFilter``.
     """
 
     _kind = "AdaptiveGDPFilter"
 
-    def __init__(self, budget_mu=None, epsilon=None, delta=None, *, scale_last_step=True):
+    def __init__(self, budget_mu: float | None = None, epsilon: float | None = None, delta: float | None = None, *,
+                 scale_last_step: bool = True) -> None:
         super().__init__(1, budget_mu, epsilon, delta, scale_last_step=scale_last_step)
 
-    def step(self, mu):
-        """Account one step of GDP parameter ``mu`` (>= 0); returns the factor for its sensitivity (see above)."""
+    def step(self, mu: float) -> float:
+        """Account one step; returns the factor for its sensitivity (see above).
+
+        Parameters
+        ----------
+        mu : this step's GDP parameter, a finite scalar >= 0; a ``ParameterError`` otherwise.
+        """
         if np.ndim(mu) != 0:
             raise ParameterError(f"mu must be a scalar (this step's GDP parameter), got shape {np.shape(mu)}")
         m = check_finite_real("mu", mu, low=0.0, low_open=False)
@@ -322,14 +379,26 @@ class AdaptiveGDPFilter(GDPFilter):
         return float(scale[0])
 
     @property
-    def halted(self):
+    def halted(self) -> bool:
+        """Whether the budget is used up."""
         return bool(self._halted_at[0] >= 0)
 
-    def epsilon(self, delta):
-        """epsilon(delta) of the privacy spent so far (sqrt(sum mu_j^2)-GDP curve); the guarantee is budget_epsilon."""
+    def epsilon(self, delta: float) -> float:
+        """epsilon(delta) of the privacy spent so far (sqrt(sum mu_j^2)-GDP curve); the guarantee is budget_epsilon.
+
+        Parameters
+        ----------
+        delta : in (0, 1); a ``ParameterError`` otherwise.
+        """
         return float(super().epsilon(delta)[0])
 
-    def delta(self, epsilon):
+    def delta(self, epsilon: float) -> float:
+        """delta(epsilon) of the privacy spent so far (sqrt(sum mu_j^2)-GDP curve).
+
+        Parameters
+        ----------
+        epsilon : finite, >= 0; a ``ParameterError`` otherwise.
+        """
         return float(super().delta(epsilon)[0])
 
     @classmethod
@@ -348,27 +417,38 @@ class GDPOdometer(_Accountant):
     Without ``increment``, ``epsilon(delta)`` is that of the spent sqrt(sum mu^2) (the individual epsilon so far).
     With ``increment`` = Delta > 0 it is that of the C.5 guarantee sqrt(m) Delta, m = ceil(sum mu^2 / Delta^2): the
     state released when an example's spending first reaches the level m Delta^2 is sqrt(m) Delta-GDP for it.
+
+    Parameters
+    ----------
+    n_examples : N, a positive integer.
+    increment : Delta > 0, or None.
     """
 
     _kind = "GDPOdometer"
 
-    def __init__(self, n_examples, increment=None):
+    def __init__(self, n_examples: int, increment: float | None = None) -> None:
         n = check_n(n_examples)
         self._increment = None if increment is None else check_finite_real("increment", increment, low=0.0)
         self._init_state(n)
 
     @property
-    def increment(self):
+    def increment(self) -> float | None:
+        """The level increment Delta (None without one)."""
         return self._increment
 
-    def step(self, mu):
-        """Add one step's per-example mu (length N, >= 0).  Bad input raises before any state changes."""
+    def step(self, mu: ArrayLike) -> None:
+        """Add one step's per-example mu.
+
+        Parameters
+        ----------
+        mu : length N, in [0, 1e100]; a ``ParameterError`` otherwise (before any state changes).
+        """
         mu = self._check_step(mu)
         self._spent += mu * mu
         self._steps += 1
 
-    def levels(self):
-        """Per-example odometer level m = ceil(sum mu^2 / Delta^2) (needs ``increment``)."""
+    def levels(self) -> np.ndarray:
+        """Per-example odometer level m = ceil(sum mu^2 / Delta^2); a ``ParameterError`` without ``increment``."""
         if self._increment is None:
             raise ParameterError("levels need an increment (GDPOdometer(n, increment=...))")
         return np.ceil(self._spent / (self._increment * self._increment)).astype(np.int64)
@@ -378,7 +458,7 @@ class GDPOdometer(_Accountant):
             return np.sqrt(self._spent)
         return np.sqrt(self.levels().astype(float)) * self._increment
 
-    def reported_mu(self):
+    def reported_mu(self) -> np.ndarray:
         """The per-example GDP parameter that ``epsilon``/``delta`` report."""
         return self._report_mu()
 
@@ -406,11 +486,22 @@ class RDPFilter(_SquaredBudgetFilter):
     ``(epsilon, delta)``: the largest sum mu^2 whose RDP curve alpha sum mu^2 / 2 converts (improved conversion,
     minimised over alpha) to at most epsilon.  Since the Gaussian's RDP is alpha mu^2/2 at every order, the filter
     condition is the same at all orders, and every example's RDP curve is alpha * spent_sq / 2.
+
+    Parameters
+    ----------
+    n_examples : N, a positive integer.
+    alpha, rho : the RDP budget, alpha > 1 and rho > 0; or instead ``epsilon`` > 0 and ``delta`` in (0, 1).
+    scale_last_step : as for ``GDPFilter``.
+
+    Raises
+    ------
+    ParameterError : a bad N, both, neither or half of a form of the budget, or a value out of range.
     """
 
     _kind = "RDPFilter"
 
-    def __init__(self, n_examples, *, alpha=None, rho=None, epsilon=None, delta=None, scale_last_step=True):
+    def __init__(self, n_examples: int, *, alpha: float | None = None, rho: float | None = None,
+                 epsilon: float | None = None, delta: float | None = None, scale_last_step: bool = True) -> None:
         n = check_n(n_examples)
         if alpha is not None or rho is not None:
             if epsilon is not None or delta is not None:
@@ -431,12 +522,17 @@ class RDPFilter(_SquaredBudgetFilter):
         self._init_filter(n, cap, scale_last_step)
 
     @property
-    def budget_sq(self):
+    def budget_sq(self) -> float:
         """The cap on each example's sum_j (mu_j^(i))^2."""
         return self._cap
 
-    def rdp(self, alpha):
-        """Per-example RDP of the spent privacy at order(s) ``alpha``: alpha * spent_sq / 2, shape (N,) or (N, A)."""
+    def rdp(self, alpha: float | ArrayLike) -> np.ndarray:
+        """Per-example RDP of the spent privacy, alpha * spent_sq / 2: shape (N,), or (N, A) for A orders.
+
+        Parameters
+        ----------
+        alpha : an order > 1, or a non-empty array of them; a ``ParameterError`` for orders <= 1 or not finite.
+        """
         a = np.asarray(alpha, dtype=float)
         if a.size == 0 or not np.all(np.isfinite(a)) or np.any(a <= 1):
             raise ParameterError(f"alpha must lie in (1, inf), got {alpha!r}")
@@ -444,15 +540,32 @@ class RDPFilter(_SquaredBudgetFilter):
             return 0.5 * float(a) * self._spent
         return 0.5 * self._spent[:, None] * a.ravel()[None, :]
 
-    def epsilon(self, delta):
-        """Per-example epsilon(delta) via RDP (improved conversion minimised over alpha), shape (N,)."""
+    def epsilon(self, delta: float) -> np.ndarray:
+        """Per-example epsilon(delta) via RDP (improved conversion minimised over alpha), shape (N,).
+
+        Parameters
+        ----------
+        delta : in (0, 1); a ``ParameterError`` otherwise.
+        """
         d = check_delta(delta)
         return unique_apply(self._spent, lambda u: rdp_eps_sq_unique(u, d))
 
-    def delta(self, epsilon):
+    def delta(self, epsilon: float) -> NoReturn:
+        """Refused with a ``ParameterError``: the RDP filter answers epsilon(delta) only.
+
+        Parameters
+        ----------
+        epsilon : ignored.
+        """
         raise ParameterError("the RDP filter answers epsilon(delta) only")
 
-    def budget_epsilon(self, delta):
+    def budget_epsilon(self, delta: float) -> float:
+        """epsilon(delta) of the filter's guarantee, the RDP conversion of the budget.
+
+        Parameters
+        ----------
+        delta : in (0, 1); a ``ParameterError`` otherwise.
+        """
         return float(rdp_eps_sq_unique(np.array([self._cap]), check_delta(delta))[0])
 
     def _params(self):

@@ -71,8 +71,10 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..accountants import fft as _fft
 from ..errors import NumericalLimitError, ParameterError, check_finite_real
@@ -80,6 +82,9 @@ from ..estimate import EstimateArray
 from .buckets import UINT16_MAX, Plan, effective_sigma, evaluate, n_buckets
 from .conversions import rdp_cap_for, rdp_epsilon_from_mu
 from .state import KINDS, Persistent, check_array, check_delta, check_n
+
+if TYPE_CHECKING:
+    from ..laws.family import Mechanism
 
 __all__ = ["IndividualPLDAccountant", "effective_sigma"]
 
@@ -94,19 +99,35 @@ class IndividualPLDAccountant(Persistent):
     ``epsilon(delta)``, ``delta(epsilon)``: per-example ``EstimateArray`` with certified ``lower``/``upper`` of the
     bucketed composition (``upper`` holds for the example itself).  ``fitted_mu()``: the Section 5 mu per example.
 
-    Options: ``sigma_ratio`` (r > 1) and ``max_sigma_factor`` set the bucket grid ``z r^b``;  ``eps_error`` and
-    ``delta_error`` the FFT error budgets (Theorem 5.5); ``max_steps`` plans the grid once for that many steps (else
-    it is planned for the steps so far, rounded up to a power of 2, and re-planned when they are exceeded);
-    ``budget_mu`` or (``epsilon``, ``delta``) switch on the approximative filter (needs ``max_steps``);
-    ``fit_delta_min`` is the smallest delta the mu fit checks.
+    Parameters
+    ----------
+    n_examples : N, a positive integer.
+    sampling_rate : the Poisson sampling rate q, in (0, 1].
+    noise_multiplier : z > 0 (the noise on the gradient sum has standard deviation z C).
+    clip : the clipping bound C > 0.
+    sigma_ratio, max_sigma_factor : r in (1, 16] and a factor in [1, 1e6] setting the bucket grid ``z r^b`` (at
+        most 4096 buckets).
+    eps_error, delta_error : the FFT error budgets (Theorem 5.5), in (0, 1) and (0, 1e-3).
+    max_steps : plan the grid once for that many steps (default: for the steps so far, rounded up to a power of 2,
+        re-planned when they are exceeded); a positive integer.
+    budget_mu, epsilon, delta : a budget B > 0, or (epsilon > 0, delta in (0, 1)) converted to B through RDP:
+        switches on the approximative filter (needs ``max_steps``).
+    fit_delta_min : the smallest delta the mu fit checks (default 1000 delta_error; above 10 delta_error).
+    memory_limit : bytes the FFT grid may take (> 0).
+
+    Raises
+    ------
+    ParameterError : a value out of range, too many buckets, or an inconsistent budget.
     """
 
     _kind = "IndividualPLDAccountant"
     _raw_params = ("n_buckets", "max_steps")
 
-    def __init__(self, n_examples, sampling_rate, noise_multiplier, clip, *, sigma_ratio=1.05, max_sigma_factor=100.0,
-                 eps_error=0.01, delta_error=1e-10, max_steps=None, budget_mu=None, epsilon=None, delta=None,
-                 fit_delta_min=None, memory_limit=_fft.DEFAULT_MEMORY_LIMIT):
+    def __init__(self, n_examples: int, sampling_rate: float, noise_multiplier: float, clip: float, *,
+                 sigma_ratio: float = 1.05, max_sigma_factor: float = 100.0, eps_error: float = 0.01,
+                 delta_error: float = 1e-10, max_steps: int | None = None, budget_mu: float | None = None,
+                 epsilon: float | None = None, delta: float | None = None, fit_delta_min: float | None = None,
+                 memory_limit: float = _fft.DEFAULT_MEMORY_LIMIT) -> None:
         n = check_n(n_examples)
         self._q = check_finite_real("sampling_rate", sampling_rate, low=0.0, high=1.0, high_open=False)
         self._z = check_finite_real("noise_multiplier", noise_multiplier, low=0.0)
@@ -160,46 +181,77 @@ class IndividualPLDAccountant(Persistent):
 
     # ----- views
     @property
-    def n_buckets(self):
+    def n_buckets(self) -> int:
+        """The number of buckets B."""
         return self._sigmas.size
 
     @property
-    def bucket_sigmas(self):
+    def bucket_sigmas(self) -> np.ndarray:
         """The noise multipliers of the buckets, z r^b (a copy)."""
         return self._sigmas.copy()
 
     @property
-    def counts(self):
+    def counts(self) -> np.ndarray:
         """Per-example bucket counts, shape (N, B) (a copy)."""
         return self._counts.copy()
 
     @property
-    def active(self):
+    def active(self) -> np.ndarray:
         """Examples still taking part (all, without a budget)."""
         return self._active.copy()
 
     @property
-    def n_active(self):
+    def n_active(self) -> int:
+        """The number of examples still taking part."""
         return int(np.count_nonzero(self._active))
 
     @property
-    def deactivated_at(self):
+    def deactivated_at(self) -> np.ndarray:
         """Per example the (1-based) step at which the filter left it out for good, -1 while active."""
         return self._deactivated_at.copy()
 
-    budget_mu = property(lambda self: self._budget, doc="The filter's GDP budget B (None without a budget).")
-    sampling_rate = property(lambda self: self._q, doc="The Poisson sampling rate q.")
-    noise_multiplier = property(lambda self: self._z, doc="The noise multiplier z (noise std z C on the sum).")
-    clip = property(lambda self: self._clip, doc="The clipping bound C.")
+    @property
+    def budget_mu(self) -> float | None:
+        """The filter's GDP budget B (None without a budget)."""
+        return self._budget
 
-    def budget_epsilon(self, delta):
-        """epsilon(delta) of the filter's guarantee: the RDP conversion of B-GDP's RDP alpha B^2 / 2 (Section 5)."""
+    @property
+    def sampling_rate(self) -> float:
+        """The Poisson sampling rate q."""
+        return self._q
+
+    @property
+    def noise_multiplier(self) -> float:
+        """The noise multiplier z (noise std z C on the sum)."""
+        return self._z
+
+    @property
+    def clip(self) -> float:
+        """The clipping bound C."""
+        return self._clip
+
+    def budget_epsilon(self, delta: float) -> float:
+        """epsilon(delta) of the filter's guarantee: the RDP conversion of B-GDP's RDP alpha B^2 / 2 (Section 5).
+
+        Parameters
+        ----------
+        delta : in (0, 1).
+
+        Raises
+        ------
+        ParameterError : no budget, or delta not in (0, 1).
+        """
         if self._budget is None:
             raise ParameterError("this accountant has no budget (pass budget_mu or epsilon and delta)")
         return float(rdp_epsilon_from_mu(self._budget, check_delta(delta)))
 
-    def buckets(self, norms):
-        """Bucket of each example for gradient norms ``norms`` (-1 for a norm of 0: no release about it)."""
+    def buckets(self, norms: float | ArrayLike) -> np.ndarray:
+        """Bucket of each example for gradient norms (-1 for a norm of 0: no release about it).
+
+        Parameters
+        ----------
+        norms : gradient norms before clipping (finite, >= 0; any shape); a ``ParameterError`` otherwise.
+        """
         g = np.minimum(check_array("norms", norms, allow_scalar=True, high=None), self._clip)
         pos = g > 0
         with np.errstate(divide="ignore"):
@@ -211,8 +263,13 @@ class IndividualPLDAccountant(Persistent):
         b = np.where(self._ratios[b] > ratio, 0, b)
         return np.where(pos, b, -1)
 
-    def example_composition(self, i):
-        """The bucketed composition of example i as (mechanism, count) pairs (for ``mk.compose``)."""
+    def example_composition(self, i: int) -> list[tuple[Mechanism, int]]:
+        """The bucketed composition of an example as (mechanism, count) pairs (for ``mk.compose``).
+
+        Parameters
+        ----------
+        i : the example's index.
+        """
         from ..laws.catalog import convenience
         from ..transforms import subsample
 
@@ -222,11 +279,20 @@ class IndividualPLDAccountant(Persistent):
         return [(subsample(gaussian(float(self._sigmas[b])), self._q), int(k[b])) for b in np.flatnonzero(k)]
 
     # ----- the step
-    def step(self, norms):
-        """Account one step with the per-example gradient norms (length N, finite, >= 0).
+    def step(self, norms: ArrayLike) -> np.ndarray:
+        """Account one step with the per-example gradient norms.
 
-        Returns the mask of examples that take part (all not left out by the filter).  Bad input raises
-        ParameterError before any state changes.
+        Parameters
+        ----------
+        norms : length N, finite, >= 0 (before clipping).
+
+        Returns
+        -------
+        The mask of examples that take part (all not left out by the filter).
+
+        Raises
+        ------
+        ParameterError : bad ``norms``, or a filter past ``max_steps`` (before any state changes).
         """
         norms = check_array("norms", norms, length=self._n, high=None)
         b = self.buckets(norms)
@@ -309,7 +375,7 @@ class IndividualPLDAccountant(Persistent):
             plan.worst = (ks.astype(float), mus)
         return plan.worst
 
-    def fitted_mu(self):
+    def fitted_mu(self) -> np.ndarray:
         """Per example the smallest mu whose mu-GDP curve dominates its upper delta curve for delta >= fit_delta_min
         (Section 5, (5.1)); 0 for examples that never took part."""
         return self._fit_rows(self._counts)
@@ -334,8 +400,18 @@ class IndividualPLDAccountant(Persistent):
             out[:, nz] = combine(res["remove"], res["add"])
         return EstimateArray(out[0][inv], out[1][inv], out[2][inv], "individual-pld", True, self._details(plan))
 
-    def epsilon(self, delta):
-        """Per-example epsilon(delta) (max over add and remove) -> EstimateArray with certified lower/upper."""
+    def epsilon(self, delta: float) -> EstimateArray:
+        """Per-example epsilon(delta) (max over add and remove) -> EstimateArray with certified lower/upper.
+
+        Parameters
+        ----------
+        delta : in (delta_error, 1).
+
+        Raises
+        ------
+        ParameterError : delta out of range.
+        NumericalLimitError : delta too small to certify with this ``delta_error``.
+        """
         d = check_delta(delta)
         ee, de = self._eps_error, self._delta_error
         if not de < d:
@@ -352,8 +428,13 @@ class IndividualPLDAccountant(Persistent):
 
         return self._query(combine, eps_targets=(("val", d, 0.0), ("up", d, -1.0), ("lo", d, 1.0)))
 
-    def delta(self, epsilon):
-        """Per-example delta(epsilon) (max over add and remove) -> EstimateArray with certified lower/upper."""
+    def delta(self, epsilon: float) -> EstimateArray:
+        """Per-example delta(epsilon) (max over add and remove) -> EstimateArray with certified lower/upper.
+
+        Parameters
+        ----------
+        epsilon : finite, >= 0; a ``ParameterError`` otherwise.
+        """
         e = check_finite_real("epsilon", epsilon, low=0.0, low_open=False)
         ee, de = self._eps_error, self._delta_error
 

@@ -11,8 +11,10 @@ import numbers
 import os
 import tempfile
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..errors import MechkitError, ParameterError, check_finite_real
 
@@ -26,13 +28,15 @@ class StateFileError(MechkitError):
     """A saved accountant state cannot be read: missing parts, truncated, corrupt or of another kind/version."""
 
 
-def check_n(n_examples):
+def check_n(n_examples: int) -> int:
+    """``n_examples`` as an int >= 1 (booleans refused), else a ``ParameterError``."""
     if isinstance(n_examples, bool) or not isinstance(n_examples, numbers.Integral) or int(n_examples) < 1:
         raise ParameterError(f"n_examples must be a positive integer (>= 1), got {n_examples!r}")
     return int(n_examples)
 
 
-def check_delta(delta):
+def check_delta(delta: float) -> float:
+    """``delta`` as a float in (0, 1), else a ``ParameterError``."""
     return check_finite_real("delta", delta, low=0.0, high=1.0)
 
 
@@ -40,7 +44,8 @@ def check_delta(delta):
 MU_MAX = 1e100
 
 
-def check_array(name, values, *, length=None, allow_scalar=False, high=MU_MAX):
+def check_array(name: str, values: ArrayLike, *, length: int | None = None, allow_scalar: bool = False,
+                high: float | None = MU_MAX) -> np.ndarray:
     """float64 array of finite values in [0, high], or ParameterError naming ``name`` and the allowed range."""
     arr = np.asarray(values)
     if arr.dtype.kind not in "iuf":
@@ -134,13 +139,30 @@ def _read_state(path):
 KINDS = {}
 
 
-def load(path):
-    """Restore any accountant saved by ``.save(path)`` (the class is read from the file)."""
+def load(path: str | os.PathLike) -> Persistent:
+    """Restore any accountant saved by ``.save(path)`` (the class is read from the file).
+
+    Parameters
+    ----------
+    path : the state file.
+
+    Returns
+    -------
+    A new accountant of the saved class, continuing bit-identically.
+
+    Raises
+    ------
+    StateFileError : the file is truncated, corrupt, of an unknown kind or format version, or inconsistent.
+    FileNotFoundError : no such file.
+    """
     meta, arrays, bad = _read_state(path)
     cls = KINDS.get(meta.get("kind"))
     if cls is None:
         raise bad(f"unknown accountant kind {meta.get('kind')!r}")
     return cls._build(meta, arrays, bad)
+
+
+_P = TypeVar("_P", bound="Persistent")
 
 
 class Persistent:
@@ -150,11 +172,12 @@ class Persistent:
 
     # ----- views
     @property
-    def n_examples(self):
+    def n_examples(self) -> int:
+        """The number of examples N."""
         return self._n
 
     @property
-    def steps(self):
+    def steps(self) -> int:
         """Number of ``step`` calls so far."""
         return self._steps
 
@@ -162,8 +185,13 @@ class Persistent:
     def _params(self):
         return {}
 
-    def save(self, path):
-        """Write the state to ``path`` atomically (temp file in the same directory, fsync, os.replace)."""
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the state to ``path`` atomically (temp file in the same directory, fsync, os.replace).
+
+        Parameters
+        ----------
+        path : the state file (replaced if it exists).
+        """
         arrays = {k: np.asarray(v, order="C") for k, v in self._arrays().items()}
         meta = {"format": FORMAT, "version": FORMAT_VERSION, "kind": self._kind, "n_examples": self._n,
                 "params": {k: (float(v).hex() if isinstance(v, float) else v) for k, v in self._params().items()}}
@@ -175,8 +203,18 @@ class Persistent:
         _atomic_write(path, buf.getvalue())
 
     @classmethod
-    def load(cls, path):
-        """A new accountant restored from ``path``; StateFileError (naming the file) if it is not valid."""
+    def load(cls: type[_P], path: str | os.PathLike) -> _P:
+        """A new accountant of this class restored from ``path``.
+
+        Parameters
+        ----------
+        path : a file written by ``save``.
+
+        Raises
+        ------
+        StateFileError : (naming the file) it is not a valid state file of this class.
+        FileNotFoundError : no such file.
+        """
         return cls._build(*_read_state(path))
 
     @classmethod

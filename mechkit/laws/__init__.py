@@ -6,7 +6,21 @@ the laws of L share (``Law``, atoms, the CGF's memo); ``continuous`` and ``discr
 ``limits``: the loss's limits at +-inf from evidence that must agree; ``screen``: cheap checks of the densities at
 the bound values before a derivation; ``catalog``: the ``mechanisms/`` folder.
 """
-from .family import Family, Mechanism
-from .plrv import PLRV
+import importlib
+
+#: imported on first use, so ``mechkit.laws.catalog`` (the catalog's names) loads without SymPy or the engine
+_LAZY = {"Family": "family", "Mechanism": "family", "PLRV": "plrv"}
 
 __all__ = ["Family", "Mechanism", "PLRV"]
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,9 +1,8 @@
 """The catalog: the mechanisms of the top-level ``mechanisms/`` folder, shipped as ``mechkit.mechanisms``.
 
-Each catalog module defines ``family`` (a ``Family``) and optionally ``DOC`` and ``ARGS`` (the argument names of its
-convenience function, in order; default: the family's parameters with the defaulted ones last).  The convenience
-functions ``mk.gaussian(sigma, sensitivity=1.0)`` etc. are made from the folder's modules, so adding a mechanism
-touches only that folder.
+Each catalog module defines ``family`` (a ``Family``); its docstring heads the convenience function's.  The
+convenience functions ``mk.gaussian(sigma, sensitivity=1)`` etc. are made from the folder's modules (arguments: the
+family's parameters, the defaulted ones last), so adding a mechanism touches only that folder.
 """
 from __future__ import annotations
 
@@ -12,6 +11,8 @@ import importlib.util
 import inspect
 import pkgutil
 import sys
+import types
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import ParameterError
@@ -33,14 +34,39 @@ def _package():
     return mod
 
 
-def names() -> tuple:
-    """The names of the catalog's mechanisms (its modules), sorted."""
+def prederived_dir() -> Path:
+    """The catalog's shipped derivations (``mechanisms/_derived``, written by ``python -m
+    mechkit.mechanisms._prederive``): a first use of a catalog family, or of its subsampled family, copies its
+    entry into the cache and skips the SymPy derivation (the kernels are still compiled once).
+
+    Returns
+    -------
+    The directory (it may be missing or hold no current entry: families are then derived as usual).
+    """
+    return Path(_package().__path__[0]) / "_derived"
+
+
+def names() -> tuple[str, ...]:
+    """The names of the catalog's mechanisms (its modules), sorted.
+
+    Returns
+    -------
+    A tuple of module names, e.g. ``("discrete_gaussian", ..., "randomized_response")``.
+    """
     pkg = _package()
     return tuple(sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_")))
 
 
-def catalog(name: str):
+def catalog(name: str) -> types.ModuleType:
     """The catalog module ``name`` (``mechanisms/<name>.py``, shipped as ``mechkit.mechanisms.<name>``).
+
+    Parameters
+    ----------
+    name : one of ``names()``, e.g. "gaussian".
+
+    Returns
+    -------
+    The module; its ``family`` attribute is the mechanism's ``Family``.
 
     Raises
     ------
@@ -50,13 +76,34 @@ def catalog(name: str):
     return importlib.import_module(f"mechkit.mechanisms.{name}")
 
 
-def convenience(name: str):
+def _describe(symbol, family) -> str:
+    """What values the parameter ``symbol`` takes, from its SymPy assumptions and the family's constraints."""
+    words = ["integer" if symbol.is_integer else "real"]
+    words += [t for f, t in (("is_positive", "> 0"), ("is_nonnegative", ">= 0"), ("is_negative", "< 0"))
+              if getattr(symbol, f)][:1]
+    if symbol.name in family.constraints:
+        lo, hi, lo_open, hi_open = family.constraints[symbol.name]
+        words.append(f"in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}")
+    default = f" (default {family.defaults[symbol.name]!r})" if symbol.name in family.defaults else ""
+    return ", ".join(words) + default
+
+
+def convenience(name: str) -> Callable[..., object]:
     """``mk.<name>(...)``: bind the catalog family ``name``; arguments by position or keyword, in the order of
     the family's parameters with the defaulted ones last.
 
+    Parameters
+    ----------
+    name : one of ``names()``.
+
+    Returns
+    -------
+    The function ``name(...)`` returning the bound ``Mechanism``; its docstring is the catalog module's, followed
+    by its parameters, return value and errors.
+
     Raises
     ------
-    ParameterError : an unknown, missing or repeated argument, or a value outside a parameter's range.
+    ModuleNotFoundError : no such catalog module.
     """
     mod = catalog(name)
     fam = mod.family
@@ -76,6 +123,11 @@ def convenience(name: str):
 
     make.__name__ = make.__qualname__ = name
     make.__signature__ = sig
-    make.__doc__ = (mod.__doc__ or f"The catalog mechanism {name}.").strip()
+    symbols = {s.name: s for s in fam.parameters}
+    params = "\n".join(f"{n} : {_describe(symbols[n], fam)}." for n in (*required, *optional))
+    make.__doc__ = ((mod.__doc__ or f"The catalog mechanism {name}.").strip()
+                    + f"\n\nParameters\n----------\n{params}\n\nReturns\n-------\nThe bound ``Mechanism`` of "
+                    f"``catalog({name!r}).family``.\n\nRaises\n------\nParameterError : an unknown, missing or "
+                    "repeated argument, or a value outside a parameter's range.")
     make.__module__ = "mechkit"
     return make

@@ -53,8 +53,6 @@ class ContinuousCore(Law):
         self.mono = [p for p in self.pieces if not p.flat]
         vals = [p.La for p in self.pieces] + [p.Lb for p in self.pieces]
         self.support = (float(np.nanmin(vals)), float(np.nanmax(vals)))
-        self._cgf_closed = None
-        self.cgf_source = "quadrature"
 
     # -- small evaluation helpers ---------------------------------------------------------------
     def _const(self, name):
@@ -347,19 +345,17 @@ class ContinuousCore(Law):
         return out
 
     # -- CGF -----------------------------------------------------------------------------------------
-    def set_closed_cgf(self, names):
-        self._cgf_closed = names
-        self.cgf_source = "closed form"
-
     def cgf(self, tau, order=0):
         return memo_cgf(self, float(tau), order)
 
-    def _f_closed(self, name, tau):
+    def closed_cgf_value(self, name, tau):
+        """The closed-form CGF kernel ``name`` at ``tau``."""
         return self._f(name, tau)
 
     def _cgf_uncached(self, tau, order):
-        if self._cgf_closed is not None and order < len(self._cgf_closed):
-            val = self._f(self._cgf_closed[order], tau)
+        closed = self.closed_cgf
+        if closed is not None and order < len(closed):
+            val = self._f(closed[order], tau)
             if math.isfinite(val):
                 return val
         return self.cgf_quadrature(tau, order)

@@ -88,7 +88,34 @@ class AtomSet:
 
 
 class Law:
-    """What both cores share: tail probabilities of L from its atoms and its monotone pieces (``mono``)."""
+    """What both cores share: tail probabilities of L from its atoms and its monotone pieces (``mono``), and the
+    closed-form CGF where one is offered and checked."""
+
+    #: where the CGF comes from when no closed form is used (``cgf_source``)
+    NUMERIC_CGF = "quadrature"
+    _cgf_closed = None
+    _cgf_offer = None
+
+    def offer_closed_cgf(self, names, check):
+        """Offer the closed-form CGF kernels ``names`` (K, K', ...); they are used once ``check()`` returns True.
+        The check runs on the first CGF query, not here: a query that never asks for the CGF (the FFT's) pays
+        for neither the check's quadrature nor its compilation."""
+        self._cgf_offer = (names, check)
+
+    @property
+    def closed_cgf(self):
+        """The closed-form CGF's kernel names (K, K', ...), or None where none was offered or its check failed."""
+        offer = self._cgf_offer
+        if offer is not None:
+            self._cgf_offer = None
+            if offer[1]():
+                self._cgf_closed = offer[0]
+        return self._cgf_closed
+
+    @property
+    def cgf_source(self):
+        """'closed form', or the numeric method (``NUMERIC_CGF``) where no checked closed form is used."""
+        return "closed form" if self.closed_cgf is not None else self.NUMERIC_CGF
 
     def tails(self, m, s, split, closed, want_above, prob):
         """P_m of the wanted side of each s_i, or its log, each point evaluated from one side.
@@ -284,10 +311,10 @@ def memo_vector(core, tau, n):
     if key not in memo:
         if len(memo) >= CGF_MEMO_SIZE:
             memo.clear()
-        closed = core._cgf_closed
+        closed = core.closed_cgf
         vec = None
         if closed is not None and len(closed) > n:
-            vec = np.array([core._f_closed(closed[j], tau) for j in range(n + 1)])
+            vec = np.array([core.closed_cgf_value(closed[j], tau) for j in range(n + 1)])
             if not np.all(np.isfinite(vec)):
                 vec = None
         memo[key] = vec if vec is not None else core.cgf_quadrature(tau, n, vector=True)

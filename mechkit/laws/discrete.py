@@ -16,6 +16,7 @@ class DiscreteCore(Law):
     """Law of L for probability mass functions on a finite set or the integers."""
 
     MAX_POINTS = 20_000_000
+    NUMERIC_CGF = "exact sum"
 
     def __init__(self, structure, mod, theta):
         self.st, self.mod, self.theta = structure, mod, np.ascontiguousarray(theta, dtype=float)
@@ -58,8 +59,6 @@ class DiscreteCore(Law):
         self.atoms = AtomSet(L, lp, lq)
         self.mono = []
         self.support = (float(self.atoms.values[0]), float(self.atoms.values[-1]))
-        self._cgf_closed = None
-        self.cgf_source = "exact sum"
 
     def _integer_window(self):
         th = self.theta
@@ -103,10 +102,6 @@ class DiscreteCore(Law):
                                      f"{self.MAX_POINTS} can be enumerated")
         return np.arange(lo, hi + 1, dtype=float)
 
-    def set_closed_cgf(self, names):
-        self._cgf_closed = names
-        self.cgf_source = "closed form"
-
     def pdf(self, m, s):
         return np.zeros(np.atleast_1d(s).shape)
 
@@ -114,8 +109,9 @@ class DiscreteCore(Law):
         return memo_cgf(self, float(tau), order)
 
     def _cgf_uncached(self, tau, order):
-        if self._cgf_closed is not None and order < len(self._cgf_closed):
-            val = float(getattr(self.mod, "k_" + self._cgf_closed[order])(tau, self.theta))
+        closed = self.closed_cgf
+        if closed is not None and order < len(closed):
+            val = self.closed_cgf_value(closed[order], tau)
             if math.isfinite(val):
                 return val
         return self.cgf_quadrature(tau, order)
@@ -129,5 +125,6 @@ class DiscreteCore(Law):
     def tilted_abs3(self, tau):
         return self.cgf_quadrature(tau, 3, abs3=True)
 
-    def _f_closed(self, name, tau):
+    def closed_cgf_value(self, name, tau):
+        """The closed-form CGF kernel ``name`` at ``tau``."""
         return float(getattr(self.mod, "k_" + name)(tau, self.theta))

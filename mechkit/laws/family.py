@@ -13,7 +13,9 @@ directions unless ``direction`` says otherwise) and Renyi divergences ``m.rdp(al
 from __future__ import annotations
 
 import math
+import types
 import warnings
+from collections.abc import Iterable
 
 import numpy as np
 import sympy as sp
@@ -25,6 +27,7 @@ from ..symbolic import codegen
 from ..symbolic.derive import Spec, derive
 from ..symbolic.parse import NAME_RE
 from ..symbolic.spec import as_expr, extract_constants, parse_domain, parse_range
+from . import catalog
 from . import screen as _screen
 from .continuous import ContinuousCore
 from .core import DensityUndefined
@@ -38,9 +41,36 @@ DIRECTIONS = relations.CHOICES  # what a query's direction argument accepts
 
 
 class Family:
-    """A symbolic pair of densities with named parameters.  Call it with values to get a Mechanism."""
+    """A symbolic pair of densities with named parameters.  Call it with values to get a Mechanism.
 
-    def __init__(self, p, q, var, name=None, domain=None, constraints=None, derived=None, defaults=None):
+    Parameters
+    ----------
+    p, q : the densities (or pmfs) with and without the individual: SymPy expressions, or strings parsed without
+        evaluating Python; floats become exact rationals.
+    var : the output variable (a Symbol, or its name: a real symbol).
+    name : shown in reprs and the CLI (default "custom").
+    domain : ``sp.Reals``, an ``sp.Interval``, ``sp.Integers``, a finite ``sp.Range``, a finite set or list of
+        numbers, or "reals"/"integers"; default: the integers for an integer ``var``, else the reals.
+    constraints : parameter name -> range beyond its SymPy assumptions, as text (``"(0, 1]"``) or a tuple
+        ``(low, high, low_open, high_open)``.
+    derived : symbol -> parameter-only expression, a constant evaluated at bind time (e.g. 1 - sampling_rate).
+    defaults : parameter name -> default value.
+
+    Attributes
+    ----------
+    name, var, p, q, parameters (tuple of Symbols, sorted by name), constants, constraints, defaults, spec.
+
+    Raises
+    ------
+    SpecificationError : var not a name or Symbol or absent from the densities, an expression that cannot be parsed,
+        an unsupported domain, a malformed constraint, constraints or defaults on unknown parameters.
+    """
+
+    def __init__(self, p: sp.Expr | str, q: sp.Expr | str, var: sp.Symbol | str, name: str | None = None,
+                 domain: sp.Set | str | Iterable[float] | None = None,
+                 constraints: dict[str, str | tuple] | None = None,
+                 derived: dict[sp.Symbol, sp.Expr | str] | None = None,
+                 defaults: dict[str, float] | None = None) -> None:
         if isinstance(var, str):
             if not NAME_RE.match(var):
                 raise SpecificationError(f"var must be a name (a letter, then letters, digits or _), got {var!r}")
@@ -85,7 +115,7 @@ class Family:
         self._key = None
 
     @property
-    def key(self):
+    def key(self) -> str:
         """The family's content key (densities, domain, parameters and code version; computed once): equal for
         families built separately from the same spec, e.g. two ``subsample`` calls."""
         if self._key is None:
@@ -93,14 +123,25 @@ class Family:
         return self._key
 
     # -- derivation (lazy, cached on disk) -------------------------------------------------------
-    def derive(self, _screened=False):
-        """Run (or load from the cache) the symbolic derivation and code generation; returns self."""
+    def derive(self, _screened: bool = False) -> Family:
+        """Run (or load from the cache) the symbolic derivation and code generation, once per process.
+
+        Returns
+        -------
+        The family itself.
+
+        Raises
+        ------
+        SpecificationError : densities the derivation cannot handle, or (where every parameter has a default)
+            densities that are negative or not normalised at the defaults.
+        """
         if self._loaded is None:
             key = self.key
             if key not in _FAMILIES:
                 if not _screened:
                     self._screen_defaults()
-                _FAMILIES[key] = codegen.load_or_build(self.spec, derive)
+                _FAMILIES[key] = codegen.load_or_build(self.spec, derive, label=f"the family {self.name!r}",
+                                                       prebuilt=catalog.prederived_dir())
             self._loaded = _FAMILIES[key]
         return self
 
@@ -114,43 +155,47 @@ class Family:
         _screen.screen(self, theta)
 
     @property
-    def structure(self):
+    def structure(self) -> dict:
+        """The derivation's structure (kernel names by role; ``symbolic.derive``); derives on first use."""
         return self.derive()._loaded[0]
 
     @property
-    def module(self):
+    def module(self) -> types.ModuleType:
+        """The generated module of compiled kernels; derives on first use."""
         return self.derive()._loaded[2]
 
     def _display(self, key):
         return self.derive()._loaded[1].get(key)
 
     @property
-    def privacy_loss(self):
-        """L(x) = log p(x)/q(x), simplified."""
+    def privacy_loss(self) -> sp.Expr | None:
+        """L(x) = log p(x)/q(x), simplified; derives on first use."""
         return self._display("privacy_loss")
 
     @property
-    def inverse_loss(self):
+    def inverse_loss(self) -> list | None:
         """Inverses of L on its smooth monotone variants: list of (sign pattern of Abs terms, [x(s)...])."""
         return self._display("inverse_loss")
 
     @property
-    def mgf(self):
+    def mgf(self) -> sp.Expr | None:
         """M(t) = integral of p^(1+t) q^(-t) in closed form (None when only quadrature is available)."""
         return self._display("mgf")
 
     @property
-    def cgf(self):
+    def cgf(self) -> sp.Expr | None:
         """K(t) = log M(t) in closed form (None when only quadrature is available)."""
         return self._display("cgf")
 
     @property
-    def loss_variable(self):
+    def loss_variable(self) -> sp.Symbol:
+        """The symbol of the privacy-loss value in ``inverse_loss``."""
         from ..symbolic.algebra import S
         return S
 
     @property
-    def cgf_variable(self):
+    def cgf_variable(self) -> sp.Symbol:
+        """The symbol t of ``mgf`` and ``cgf``."""
         from ..symbolic.algebra import T
         return T
 
@@ -183,14 +228,24 @@ class Family:
             out[s.name] = x
         return out
 
-    def __call__(self, *args, **params) -> Mechanism:
+    def __call__(self, *args: object, **params: float) -> Mechanism:
         """The mechanism with these parameter values (by name), derived on first use (or read from the cache).
+
+        Parameters
+        ----------
+        *args : not accepted (a ``ParameterError`` showing the call by name).
+        **params : the value of each parameter by name; ``defaults`` fill those not given.
+
+        Returns
+        -------
+        The bound ``Mechanism``.
 
         Raises
         ------
         ParameterError : a positional value, an unknown or missing parameter, or a value outside its range
             (SymPy assumptions, ``constraints``) or beyond what double precision can evaluate.
         SpecificationError : the densities are negative or not normalised at these values.
+        DerivationError : the limits of the privacy loss at the ends of the domain cannot be decided.
         """
         if args:
             names = ", ".join(f"{s.name}=..." for s in self.parameters)
@@ -221,11 +276,31 @@ class Family:
 
 
 class Mechanism:
-    """A family with parameter values: its two PLRVs and one-shot privacy curve."""
+    """A family with parameter values: its two PLRVs and one-shot privacy curve.
+
+    Made by calling a ``Family`` (which checks the values); the constructor takes them as already checked.
+
+    Parameters
+    ----------
+    family : the ``Family``.
+    values : parameter name -> value.
+    theta : the kernels' parameter vector (default: computed from ``values``).
+
+    Attributes
+    ----------
+    family, params (dict of the values), theta, remove and add (the two ``PLRV``).
+
+    Raises
+    ------
+    SpecificationError : a density is negative or not real at these values, or p and q have disjoint supports.
+    ParameterError : values beyond what the compiled kernels can evaluate in double precision.
+    DerivationError : the limits of the privacy loss at the ends of the domain cannot be decided.
+    """
 
     @staticmethod
     def from_densities(p: sp.Expr | str, q: sp.Expr | str, var: sp.Symbol | str, name: str | None = None,
-                       domain=None, constraints: dict | None = None, defaults: dict | None = None) -> Family:
+                       domain: sp.Set | str | Iterable[float] | None = None, constraints: dict | None = None,
+                       defaults: dict | None = None) -> Family:
         """A ``Family`` from the densities p (with the individual) and q (without) of the output ``var``.
 
         Parameters
@@ -250,7 +325,8 @@ class Mechanism:
         """
         return Family(p, q, var, name=name, domain=domain, constraints=constraints, defaults=defaults)
 
-    def __init__(self, family, values, theta=None, _explain=True):
+    def __init__(self, family: Family, values: dict[str, float], theta: ArrayLike | None = None,
+                 _explain: bool = True) -> None:
         self.family = family
         self.params = dict(values)
         self.theta = family._theta(values) if theta is None else np.array(theta, dtype=float)
@@ -268,26 +344,39 @@ class Mechanism:
         self.add = PLRV(self, relations.ADD)
 
     def _attach_closed_cgf(self, names):
-        """Use the closed-form CGF only after it agrees with quadrature at a few points."""
+        """Offer the closed-form CGF to the core, to be used only after it agrees with quadrature at a few points
+        (checked on the first CGF query; a failure is kept as ``cgf_check_failed``)."""
         mod = self.family.module
-        for tau in (0.7, -1.6, 2.5):
-            closed = float(getattr(mod, "k_" + names[0])(tau, self.theta))
-            quad = self.core.cgf_quadrature(tau, 0)
-            if not (math.isfinite(closed) and math.isfinite(quad)) or abs(closed - quad) > 1e-7 * (1 + abs(quad)):
-                self.cgf_check_failed = (tau, closed, quad)
-                return
-        self.core.set_closed_cgf(names)
+
+        def check():
+            for tau in (0.7, -1.6, 2.5):
+                closed = float(getattr(mod, "k_" + names[0])(tau, self.theta))
+                quad = self.core.cgf_quadrature(tau, 0)
+                if not (math.isfinite(closed) and math.isfinite(quad)) or abs(closed - quad) > 1e-7 * (1 + abs(quad)):
+                    self.cgf_check_failed = (tau, closed, quad)
+                    return False
+            return True
+        self.core.offer_closed_cgf(names, check)
 
     @property
-    def name(self):
+    def name(self) -> str:
+        """The family's name with the parameter values, e.g. ``gaussian(sigma=1, sensitivity=1)``."""
         args = ", ".join(f"{k}={v:g}" for k, v in self.params.items())
         return f"{self.family.name}({args})"
 
     def __repr__(self):
         return f"<Mechanism {self.name}>"
 
-    def plrv(self, direction):
-        """The PLRV of ``direction`` ('remove' or 'add').
+    def plrv(self, direction: str) -> PLRV:
+        """The PLRV of ``direction``.
+
+        Parameters
+        ----------
+        direction : 'remove' (L = log p/q under P) or 'add' (log q/p under Q).
+
+        Returns
+        -------
+        ``self.remove`` or ``self.add``.
 
         Raises
         ------
@@ -299,7 +388,22 @@ class Mechanism:
         return relations.directions(direction)
 
     # -- one-shot privacy curve ------------------------------------------------------------------
-    def log_delta(self, epsilon, direction="both"):
+    def log_delta(self, epsilon: float | ArrayLike, direction: str = "both") -> np.ndarray:
+        """log delta(epsilon), accurate where delta underflows; vectorised over epsilon.
+
+        Parameters
+        ----------
+        epsilon : in [0, inf], or a 1-D array of such values.
+        direction : 'both' (the maximum over the two directions), 'remove' or 'add'.
+
+        Returns
+        -------
+        A 1-D array (also for a scalar epsilon); -inf where delta = 0.
+
+        Raises
+        ------
+        ParameterError : epsilon not real, negative or nan, or an unknown ``direction``.
+        """
         eps = check_eps_array(epsilon)
         out = np.full(eps.shape, -np.inf)
         for d in self._dirs(direction):
@@ -309,9 +413,18 @@ class Mechanism:
     def delta(self, epsilon: float | ArrayLike, direction: str = "both") -> float | np.ndarray:
         """delta(epsilon) = max over directions of E[(1 - e^(epsilon - L))_+]; vectorised over epsilon.
 
+        Parameters
+        ----------
+        epsilon : in [0, inf], or a 1-D array of such values.
+        direction : 'both' (the maximum over the two directions), 'remove' or 'add'.
+
+        Returns
+        -------
+        A float for a scalar epsilon, else a 1-D array.
+
         Raises
         ------
-        ParameterError : epsilon not real, or ``direction`` not one of 'both', 'remove', 'add'.
+        ParameterError : epsilon not real, negative or nan, or ``direction`` not one of 'both', 'remove', 'add'.
         """
         scalar = np.ndim(epsilon) == 0
         out = np.exp(self.log_delta(epsilon, direction))
@@ -320,9 +433,19 @@ class Mechanism:
     def epsilon(self, delta: float | ArrayLike, direction: str = "both") -> float | np.ndarray:
         """Smallest epsilon >= 0 with delta(epsilon) <= delta (inf when no finite epsilon exists).
 
+        Parameters
+        ----------
+        delta : in (0, 1), or a 1-D array of such values.
+        direction : 'both' (the maximum over the two directions), 'remove' or 'add'.
+
+        Returns
+        -------
+        A float for a scalar delta, else a 1-D array.
+
         Raises
         ------
-        ParameterError : delta outside [0, 1], or ``direction`` not one of 'both', 'remove', 'add'.
+        ParameterError : delta not in (0, 1), ``direction`` not one of 'both', 'remove', 'add', or (a loss with
+            unbounded support) no epsilon below 1e6 reaches delta.
         """
         scalar = np.ndim(delta) == 0
         ds = np.atleast_1d(real_array("delta", delta))
@@ -333,6 +456,15 @@ class Mechanism:
 
     def rdp(self, alpha: float, direction: str = "both") -> float:
         """Renyi divergence of order alpha > 1 (max over directions): K(alpha - 1) / (alpha - 1).
+
+        Parameters
+        ----------
+        alpha : the order, a real number above 1.
+        direction : 'both' (the maximum over the two directions), 'remove' or 'add'.
+
+        Returns
+        -------
+        The divergence; inf where the moment generating function diverges.
 
         Raises
         ------

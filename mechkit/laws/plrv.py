@@ -5,15 +5,34 @@ the CGF and its derivatives, tilted statistics, the hockey-stick divergence and 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import brentq
 
 from ..engine.logspace import log1mexp
 from ..errors import NumericalLimitError, ParameterError, check_finite_real, real_array
 
+if TYPE_CHECKING:
+    from .family import Mechanism
 
-def check_eps_array(epsilon):
+
+def check_eps_array(epsilon: float | ArrayLike) -> np.ndarray:
+    """``epsilon`` as a 1-D float array of values in [0, inf].
+
+    Parameters
+    ----------
+    epsilon : a real number or an array-like of them.
+
+    Returns
+    -------
+    The values as a float64 array of at least one dimension.
+
+    Raises
+    ------
+    ParameterError : a value that is not real, negative or nan, or an empty array.
+    """
     eps = np.atleast_1d(real_array("epsilon", epsilon))
     if np.any(np.isnan(eps)) or np.any(eps < 0):
         bad = eps[np.isnan(eps) | (eps < 0)][0]
@@ -25,10 +44,17 @@ class PLRV:
     """A privacy-loss random variable: a direction of a mechanism, under its own measure or the dual one.
 
     ``remove``: L = log p/q, output ~ P.  ``add``: log q/p, output ~ Q.  ``.dual``: same loss, other measure.
-    All methods are vectorised over their first argument.
+    The distribution functions and ``cgf`` are vectorised over their first argument.  Z below is the loss.
+    Made by ``Mechanism`` (``m.remove``, ``m.add``); not constructed directly.
+
+    Parameters
+    ----------
+    mech : the bound ``Mechanism`` (kept as ``mechanism``).
+    direction : 'remove' or 'add'.
+    dual : the loss under the other measure (``is_dual``).
     """
 
-    def __init__(self, mech, direction, dual=False):
+    def __init__(self, mech: Mechanism, direction: str, dual: bool = False) -> None:
         self.mechanism = mech
         self.direction = direction
         self.is_dual = dual
@@ -44,7 +70,7 @@ class PLRV:
                    ("add", False): -1.0, ("add", True): 0.0}[(direction, dual)]
 
     @property
-    def dual(self):
+    def dual(self) -> PLRV:
         """The same privacy loss under the other measure (cached)."""
         if self._dual is None:
             self._dual = PLRV(self.mechanism, self.direction, not self.is_dual)
@@ -122,28 +148,73 @@ class PLRV:
             self._med = float(hi) if np.isfinite(hi) else float(lo)
         return self._med
 
-    def logsf(self, s):
-        """log P(Z > s), accurate in both tails."""
+    def logsf(self, s: float | ArrayLike) -> float | np.ndarray:
+        """log P(Z > s), accurate in both tails.
+
+        Parameters
+        ----------
+        s : a value of the loss, or a 1-D array of them; nan raises a ``ParameterError``.
+
+        Returns
+        -------
+        A float for a scalar ``s``, else an array.
+        """
         return self._out(self._tails(self._s(s), False, False), s)
 
-    def logcdf(self, s):
-        """log P(Z <= s), accurate in both tails."""
+    def logcdf(self, s: float | ArrayLike) -> float | np.ndarray:
+        """log P(Z <= s), accurate in both tails.
+
+        Parameters
+        ----------
+        s : a value of the loss, or a 1-D array of them; nan raises a ``ParameterError``.
+
+        Returns
+        -------
+        A float for a scalar ``s``, else an array.
+        """
         return self._out(self._tails(self._s(s), True, False), s)
 
-    def sf(self, s):
-        """P(Z > s)."""
+    def sf(self, s: float | ArrayLike) -> float | np.ndarray:
+        """P(Z > s).
+
+        Parameters
+        ----------
+        s : a value of the loss, or a 1-D array of them; nan raises a ``ParameterError``.
+
+        Returns
+        -------
+        A float for a scalar ``s``, else an array.
+        """
         return self._out(self._tails(self._s(s), False, True), s)
 
-    def cdf(self, s):
-        """P(Z <= s)."""
+    def cdf(self, s: float | ArrayLike) -> float | np.ndarray:
+        """P(Z <= s).
+
+        Parameters
+        ----------
+        s : a value of the loss, or a 1-D array of them; nan raises a ``ParameterError``.
+
+        Returns
+        -------
+        A float for a scalar ``s``, else an array.
+        """
         return self._out(self._tails(self._s(s), True, True), s)
 
-    def pdf(self, s):
-        """Density of the continuous part (atoms excluded)."""
+    def pdf(self, s: float | ArrayLike) -> float | np.ndarray:
+        """Density of the continuous part (atoms excluded).
+
+        Parameters
+        ----------
+        s : a value of the loss, or a 1-D array of them; nan raises a ``ParameterError``.
+
+        Returns
+        -------
+        A float for a scalar ``s``, else an array.
+        """
         v = self._s(s)
         return self._out(self._core.pdf(self._m, self._sign * v), s)
 
-    def atoms(self):
+    def atoms(self) -> tuple[np.ndarray, np.ndarray]:
         """(values, probabilities) of the point masses, +/-inf included, sorted by value (copies of a cache)."""
         if self._atoms is None:
             at = self._core.atoms
@@ -156,23 +227,37 @@ class PLRV:
         return self._atoms[0].copy(), self._atoms[1].copy()
 
     @property
-    def support(self):
+    def support(self) -> tuple[float, float]:
+        """(smallest, largest) value of Z with positive mass (+-inf where unbounded)."""
         lo, hi = self._core.support
         return (lo, hi) if self._sign > 0 else (-hi, -lo)
 
     @property
-    def inf_mass(self):
+    def inf_mass(self) -> float:
         """P(Z = +inf): the probability of an infinite privacy loss (where only one density is positive)."""
         if not self._core.atoms.values.size:
             return 0.0
         vals, probs = self.atoms()
         return float(probs[vals == np.inf].sum())
 
-    def cgf_finite(self, t):
+    def cgf_finite(self, t: float) -> float:
         """log E[exp(t Z); Z finite]: the generating function of the finite part (order 0).
 
         Equal to ``cgf(t)`` when there is no mass at +inf; with such mass, the composers use it to bound
         the finite part's tails (the mass at +inf is accounted for separately, notes.md 1.1).
+
+        Parameters
+        ----------
+        t : a finite real number.
+
+        Returns
+        -------
+        The value; +inf where it diverges, -inf where the finite part has no mass.
+
+        Raises
+        ------
+        ParameterError : t not a finite real number.
+        NumericalLimitError : a continuous loss with a point mass at +inf (not supported yet).
         """
         t = float(check_finite_real("t", t))
         if self.inf_mass == 0.0:
@@ -188,8 +273,22 @@ class PLRV:
         g = float(lw.max())
         return g + math.log(float(np.exp(lw - g).sum()))
 
-    def cgf(self, t, order=0):
-        """d^order/dt^order log E[exp(t Z)] (order 0..6); +inf where the MGF diverges."""
+    def cgf(self, t: float | ArrayLike, order: int = 0) -> float | np.ndarray:
+        """d^order/dt^order log E[exp(t Z)]; +inf where the MGF diverges.
+
+        Parameters
+        ----------
+        t : a finite real number, or a 1-D array of them.
+        order : the derivative, 0..6.
+
+        Returns
+        -------
+        A float for a scalar ``t``, else a 1-D array.
+
+        Raises
+        ------
+        ParameterError : ``order`` not in 0..6, or ``t`` not finite.
+        """
         if order not in range(7):
             raise ParameterError(f"order must be an integer in [0, 6], got {order!r}")
         scalar = np.ndim(t) == 0
@@ -199,66 +298,132 @@ class PLRV:
         out = np.array([self._a ** order * self._core.cgf(self._a * x + self._b, order) for x in ts])
         return float(out[0]) if scalar else out
 
-    def cgf_vector(self, t, n=4):
-        """[K(t), K'(t), ..., K^(n)(t)] in one pass (n <= 6); +inf entries where the MGF diverges."""
+    def cgf_vector(self, t: float, n: int = 4) -> np.ndarray:
+        """[K(t), K'(t), ..., K^(n)(t)] in one pass; +inf entries where the MGF diverges.
+
+        Parameters
+        ----------
+        t : a finite real number.
+        n : the highest derivative, 0..6.
+
+        Returns
+        -------
+        An array of n + 1 floats.
+
+        Raises
+        ------
+        ParameterError : ``n`` not in 0..6, or ``t`` not a finite real number.
+        """
         if n not in range(7):
             raise ParameterError(f"n must be an integer in [0, 6], got {n!r}")
         t = check_finite_real("t", t)
         v = np.array(self._core.cgf_vector(self._a * t + self._b, n), dtype=float)
         return v * self._a ** np.arange(n + 1)
 
-    def tilted_abs3(self, t):
-        """E|Z_t - K'(t)|^3, the absolute third central moment of the t-tilted variable."""
+    def tilted_abs3(self, t: float) -> float:
+        """E|Z_t - K'(t)|^3, the absolute third central moment of the t-tilted variable.
+
+        Parameters
+        ----------
+        t : the tilt, a finite real number.
+
+        Raises
+        ------
+        ParameterError : t not a finite real number.
+        """
         t = check_finite_real("t", t)
         return float(self._core.tilted_abs3(self._a * t + self._b))
 
-    def tilt_mode(self, t):
+    def tilt_mode(self, t: float) -> float:
         """About where the t-tilted law of the privacy loss has its bulk (``Law.tilt_mode``): a centre for
-        ``tilt_stats`` where no model of K'(t) is at hand; nan where the CGF is infinite at t."""
+        ``tilt_stats`` where no model of K'(t) is at hand; nan where the CGF is infinite at t.
+
+        Parameters
+        ----------
+        t : the tilt, a finite real number.
+
+        Raises
+        ------
+        ParameterError : t not a finite real number.
+        """
         t = check_finite_real("t", t)
         return self._a * self._core.tilt_mode(self._a * t + self._b)
 
-    def tilt_stats_about_mode(self, t, n=4):
+    def tilt_stats_about_mode(self, t: float, n: int = 4) -> tuple[np.ndarray, float, float]:
         """``tilt_stats`` about the t-tilted law's mode (``Law.tilt_stats_about``: no model of K'(t) needed; one pass
-        where the loss has one monotone piece): ([K(t), ..., K^(n)(t)], A, the centre used).  Not memoised."""
+        where the loss has one monotone piece).  Not memoised.
+
+        Parameters
+        ----------
+        t : the tilt, a finite real number.
+        n : the highest derivative, 2..6.
+
+        Returns
+        -------
+        ([K(t), ..., K^(n)(t)], A, the centre used).
+
+        Raises
+        ------
+        ParameterError : t not a finite real number.
+        """
         t = check_finite_real("t", t)
         vec, A, c = self._core.tilt_stats_signed(self._a * t + self._b, math.nan, n, self._a)
         return vec, float(A), self._a * c
 
-    def tilt_stats(self, t, center, n=4):
-        """([K(t), ..., K^(n)(t)], A) with A >= E|Z_t - K'(t)|^3, from one quadrature pass (2 <= n <= 6).
+    def tilt_stats(self, t: float, center: float, n: int = 4) -> tuple[np.ndarray, float]:
+        """([K(t), ..., K^(n)(t)], A) with A >= E|Z_t - K'(t)|^3, from one quadrature pass.
 
-        ``center`` is a guess of K'(t) (the moments are integrated about it; A is exact when it is K'(t)).
         Memoised per (t, center, n).  The saddle-point accountant's certificate evaluations use it.
+
+        Parameters
+        ----------
+        t : the tilt, a finite real number.
+        center : a guess of K'(t), finite (the moments are integrated about it; A is exact when it is K'(t)).
+        n : the highest derivative, 2..6.
+
+        Raises
+        ------
+        ParameterError : t or center not a finite real number.
         """
         vec, A = self.tilt_stats_unchecked(check_finite_real("t", t), check_finite_real("center", center), n)
         return np.array(vec), A
 
     # -- for accountants: unchecked fast paths and facts about the law ---------------------------------------------
     @property
-    def has_closed_cgf(self):
+    def has_closed_cgf(self) -> bool:
         """True where the CGF and its derivatives come from a closed form (checked against quadrature at bind)."""
-        return self._core._cgf_closed is not None
+        return self._core.closed_cgf is not None
 
     @property
-    def has_atoms(self):
+    def has_atoms(self) -> bool:
         """True where the law of the loss has point masses (finite ones: flat pieces or a discrete support)."""
         return bool(self._core.atoms.values.size)
 
     @property
-    def has_monotone_pieces(self):
+    def has_monotone_pieces(self) -> bool:
         """True where the law has a continuous part (pieces of the output on which the loss is strictly monotone)."""
         return bool(self._core.mono)
 
-    def memo(self, name):
-        """A dict kept on this PLRV for an accountant's own memo ``name`` (shared by every composition using the
-        mechanism; it lives as long as the mechanism)."""
+    def memo(self, name: str) -> dict:
+        """A dict kept on this PLRV for an accountant's own memo (shared by every composition using the
+        mechanism; it lives as long as the mechanism).
+
+        Parameters
+        ----------
+        name : the memo's name (one dict per name, made on first use).
+        """
         memos = self.__dict__.setdefault("_accountant_memos", {})
         return memos.setdefault(name, {})
 
-    def tilt_stats_unchecked(self, t, center, n):
-        """``tilt_stats`` for accountants that have checked t and center (finite floats): ([K(t), ..., K^(n)(t)] as
-        a list, A), memoised; the list is shared with the memo (read it, do not change it)."""
+    def tilt_stats_unchecked(self, t: float, center: float, n: int) -> tuple[list, float]:
+        """``tilt_stats`` for accountants that have checked t and center: ([K(t), ..., K^(n)(t)] as a list, A),
+        memoised; the list is shared with the memo (read it, do not change it).
+
+        Parameters
+        ----------
+        t, center : finite floats (not checked).
+        n : the highest derivative, 2..6.
+        """
         memo = self.__dict__.get("_tilt_memo")
         if memo is None:
             memo = self._tilt_memo = {}
@@ -271,16 +436,45 @@ class PLRV:
             got = memo[key] = (vec.tolist(), float(A))
         return got
 
-    def mgf(self, t):
+    def mgf(self, t: float | ArrayLike) -> float | np.ndarray:
+        """E[exp(t Z)] = exp(cgf(t)); +inf where it diverges.
+
+        Parameters
+        ----------
+        t : a finite real number, or a 1-D array of them.
+
+        Raises
+        ------
+        ParameterError : ``t`` not finite.
+        """
         return np.exp(self.cgf(t))
 
-    def cumulants(self, t=0.0, n=6):
-        """[K'(t), ..., K^(n)(t)]: mean, variance and higher cumulants of the t-tilted variable."""
+    def cumulants(self, t: float = 0.0, n: int = 6) -> np.ndarray:
+        """[K'(t), ..., K^(n)(t)]: mean, variance and higher cumulants of the t-tilted variable.
+
+        Parameters
+        ----------
+        t : the tilt, a finite real number (default 0: the cumulants of Z itself).
+        n : the highest order, at most 6.
+
+        Raises
+        ------
+        ParameterError : ``t`` not finite, or ``n`` above 6.
+        """
         return np.array([self.cgf(t, k) for k in range(1, n + 1)])
 
     # -- hockey stick ----------------------------------------------------------------------------
-    def log_hockey_stick(self, eps):
-        """log of P(Z > eps) - e^eps P(Z' > eps) (Z' the dual) = log E[(1 - e^(eps - Z))_+]."""
+    def log_hockey_stick(self, eps: float | ArrayLike) -> np.ndarray:
+        """log of P(Z > eps) - e^eps P(Z' > eps) (Z' the dual) = log E[(1 - e^(eps - Z))_+].
+
+        Parameters
+        ----------
+        eps : epsilon >= 0, or a 1-D array of them (not checked beyond nan: see ``delta``).
+
+        Returns
+        -------
+        A 1-D array; -inf where the divergence is 0.
+        """
         la = np.atleast_1d(self.logsf(np.asarray(eps, float)))
         lb = np.atleast_1d(self.dual.logsf(np.asarray(eps, float))) + eps
         out = np.full(la.shape, -np.inf)
@@ -290,12 +484,36 @@ class PLRV:
         # an atom at +inf has no dual mass: la finite, lb = -inf handled above (log1mexp(-inf) = 0)
         return out
 
-    def delta(self, epsilon):
+    def delta(self, epsilon: float | ArrayLike) -> float | np.ndarray:
+        """delta(epsilon) = E[(1 - e^(epsilon - Z))_+] of this direction.
+
+        Parameters
+        ----------
+        epsilon : in [0, inf], or a 1-D array of such values.
+
+        Returns
+        -------
+        A float for a scalar epsilon, else a 1-D array.
+
+        Raises
+        ------
+        ParameterError : epsilon not real, negative or nan.
+        """
         eps = check_eps_array(epsilon)
         r = np.exp(self.log_hockey_stick(eps))
         return float(r[0]) if np.ndim(epsilon) == 0 else r
 
-    def epsilon(self, delta):
+    def epsilon(self, delta: float) -> float:
+        """Smallest epsilon >= 0 with delta(epsilon) <= delta for this direction (inf when no finite one exists).
+
+        Parameters
+        ----------
+        delta : in (0, 1).
+
+        Raises
+        ------
+        ParameterError : delta not in (0, 1), or (a loss with unbounded support) no epsilon below 1e6 reaches it.
+        """
         d = check_finite_real("delta", delta, low=0.0, high=1.0)
         logd = math.log(d)
         f = lambda e: float(self.log_hockey_stick(np.array([e]))[0]) - logd

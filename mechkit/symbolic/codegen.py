@@ -13,28 +13,30 @@ entry is rebuilt.
 """
 from __future__ import annotations
 
-import atexit
 import contextlib
 import functools
 import hashlib
 import importlib.util
 import json
 import os
-import shutil
 import sys
 import tempfile
 import types
-import warnings
 from pathlib import Path
 
 import sympy as sp
 from sympy.printing.pycode import MpmathPrinter, PythonCodePrinter
 
-from ..errors import CacheWarning, SpecificationError
+from ..cache import cache_dir, fallback
+from ..errors import SpecificationError
+from ..progress import announce
 from . import algebra as sy
 from .parse import parse_srepr
 
-_SOURCES = ("symbolic/algebra.py", "symbolic/derive.py", "symbolic/codegen.py", "symbolic/parse.py", "engine/*.py")
+#: what generated modules and cached structures depend on: the derivation, and the engine modules a generated module
+#: uses (the scalar helpers it calls, the kernel signature it is compiled with)
+_SOURCES = ("symbolic/algebra.py", "symbolic/derive.py", "symbolic/codegen.py", "symbolic/parse.py",
+            "engine/scalars.py", "engine/kernels.py")
 
 
 @functools.lru_cache(maxsize=None)
@@ -46,108 +48,6 @@ def code_version():
         for path in sorted(here.glob(pattern)):
             h.update(path.read_bytes())
     return h.hexdigest()[:16]
-
-
-#: the process's fallback cache: a temporary directory, or None for in-memory modules (set on first need)
-_FALLBACK = {}
-_WARNED = set()
-
-
-def _usable(d):
-    """Whether ``d`` is (or can be made) a directory this process can write files into."""
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=d):
-            pass
-        return d.is_dir()
-    except (OSError, ValueError):
-        return False
-
-
-def _configured():
-    """The configured cache directory: ``$MECHKIT_CACHE_DIR`` (empty counts as unset), else ``~/.cache/mechkit``."""
-    raw = os.environ.get("MECHKIT_CACHE_DIR", "")
-    try:
-        return Path(raw).expanduser() if raw.strip() else Path.home() / ".cache" / "mechkit"
-    except (RuntimeError, KeyError, OSError):  # no home directory
-        return None
-
-
-def _fallback(reason, what="mechkit caches derivations", setting="MECHKIT_CACHE_DIR"):
-    """The temporary cache directory (created once per process, removed at exit), or None: build in memory.
-    Warns once per reason."""
-    if reason not in _WARNED:
-        _WARNED.add(reason)
-        warnings.warn(f"{reason}; {what} in a temporary directory for this process instead (set {setting} to a "
-                      "writable directory to keep them)", CacheWarning, stacklevel=4)
-    if "dir" not in _FALLBACK:
-        try:
-            d = Path(tempfile.mkdtemp(prefix="mechkit-cache-"))
-            atexit.register(shutil.rmtree, d, True)
-        except OSError:
-            d = None
-        _FALLBACK["dir"] = d if d is not None and _usable(d) else None
-    return _FALLBACK["dir"]
-
-
-def cache_dir():
-    """The directory of the on-disk cache: the configured one where it is usable, else the process's temporary
-    one (one ``CacheWarning``); None where no directory is writable (modules are then built in memory)."""
-    d = _configured()
-    if d is not None and _usable(d):
-        return d
-    where = "no home directory for the default cache" if d is None else f"the cache directory {str(d)!r}"
-    return _fallback(f"{where} cannot be used (not a writable directory)")
-
-
-def _numba_can_cache(source_file):
-    """Whether Numba finds a writable cache location for functions of ``source_file`` (its own locators: beside the
-    file, ``NUMBA_CACHE_DIR``, the user-wide cache); True where Numba's internals cannot be asked."""
-    try:
-        from numba.core import caching
-        impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
-        classes = list(impl._locator_classes)
-    except Exception:
-        return True
-
-    def probe():
-        pass
-
-    for cls in classes:
-        try:
-            if cls.from_function(probe, str(source_file)) is not None:
-                return True
-        except Exception:
-            continue
-    return False
-
-
-def ensure_numba_cache(source_files=None):
-    """Give Numba's ``cache=True`` somewhere to write before the compiled modules are imported.
-
-    Numba raises ``RuntimeError: cannot cache function ...: no locator available`` at decoration time when neither
-    the source's ``__pycache__``, ``NUMBA_CACHE_DIR`` nor the user-wide cache is writable, so ``import mechkit``
-    would fail.  Then Numba is pointed at the process's temporary cache directory (one ``CacheWarning``).  To take
-    effect it must run before the engine is imported (at the top of ``mechkit/__init__.py``).  ``source_files``:
-    the files whose functions are cached (default: one per folder of the package).  Returns the directory set, or
-    None where nothing had to change (or nothing could).
-    """
-    if source_files is None:
-        root = Path(__file__).resolve().parent.parent
-        source_files = [next(iter(sorted(d.glob("*.py")))) for d in [root, *sorted(root.rglob("*"))]
-                        if d.is_dir() and d.name != "__pycache__" and any(d.glob("*.py"))]
-    elif isinstance(source_files, (str, os.PathLike)):
-        source_files = [source_files]
-    blocked = [f for f in source_files if not _numba_can_cache(f)]
-    if not blocked:
-        return None
-    d = _fallback(f"Numba finds no writable cache location for {str(blocked[0])!r}",
-                  "the compiled engine is cached", "NUMBA_CACHE_DIR")
-    if d is None:
-        return None
-    from numba.core import config
-    config.CACHE_DIR = str(d / "numba")
-    return config.CACHE_DIR
 
 
 class _ThetaSymbols:
@@ -373,6 +273,34 @@ def _memory_module(source, key):
     return mod
 
 
+def export_entry(spec, out):
+    """Write the cache entry of ``spec`` (derived or loaded beforehand) as one shipped file ``out/fam_<key>.json``
+    holding the structure, the display expressions and the generated module's source; returns its path.
+
+    Raises
+    ------
+    FileNotFoundError : the entry is not in the cache directory (derive the family first).
+    """
+    key = family_key(spec)
+    d = cache_dir()
+    if d is None:
+        raise FileNotFoundError("no cache directory holds derivations in this process")
+    entry = {"meta": json.loads((d / f"fam_{key}.json").read_text()), "module": (d / f"fam_{key}.py").read_text()}
+    path = Path(out) / f"fam_{key}.json"
+    _atomic_write(path, json.dumps(entry, indent=0, sort_keys=True))
+    return path
+
+
+def _import_entry(shipped, d, key):
+    """Copy a shipped entry (``export_entry``) into the cache directory ``d``; nothing where there is none or it
+    cannot be read or written (the family is then derived as usual)."""
+    try:
+        entry = json.loads(shipped.read_text())
+        _write_entry(d, key, entry["module"], entry["meta"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+
+
 def _write_entry(d, key, module_source, meta):
     """Write a cache entry into ``d``; the module's path, or None where ``d`` refused a write."""
     try:
@@ -384,21 +312,31 @@ def _write_entry(d, key, module_source, meta):
         return None
 
 
-def load_or_build(spec, build):
-    """Return (structure, display, module) for a spec, building with ``build(spec)`` on a cache miss."""
+def load_or_build(spec, build, label="a family", prebuilt=None):
+    """Return (structure, display, module) for a spec, building with ``build(spec)`` on a cache miss.  ``label``
+    names the family in the line printed where loading or building takes long (``progress``); ``prebuilt``: a
+    directory of shipped entries (``export_entry``) copied into the cache on a miss, so the derivation is skipped."""
     key = family_key(spec)
     d = cache_dir()
     if d is not None:
         meta_path = d / f"fam_{key}.json"
         mod_path = d / f"fam_{key}.py"
+        if prebuilt is not None and not (meta_path.exists() and mod_path.exists()):
+            _import_entry(Path(prebuilt) / f"fam_{key}.json", d, key)
         if meta_path.exists() and mod_path.exists():
             try:
                 meta = json.loads(meta_path.read_text())
                 display = {k: _from_srepr(v) for k, v in meta["display"].items()}
-                mod = _load_module(mod_path, key)
+                with announce(f"compiling the kernels of {label}"):
+                    mod = _load_module(mod_path, key)
                 return prune(meta["structure"], mod.FAILED), display, mod
             except Exception:  # a corrupt cache entry is rebuilt
                 pass
+    with announce(f"deriving and compiling {label}"):
+        return _build_entry(spec, build, key, d)
+
+
+def _build_entry(spec, build, key, d):
     der = build(spec)
     symbols = list(spec.params) + [c for c, _ in spec.consts]
     hp = high_precision_kernels(der.structure)
@@ -406,7 +344,7 @@ def load_or_build(spec, build):
     source = None if d is None else render_module(der.kernels, symbols, hp)
     mod_path = None if d is None else _write_entry(d, key, source, meta)
     if mod_path is None and d is not None:  # the directory refused the write (read-only, full...)
-        d = _fallback(f"writing to the cache directory {str(d)!r} failed")
+        d = fallback(f"writing to the cache directory {str(d)!r} failed")
         mod_path = None if d is None else _write_entry(d, key, source, meta)
     if mod_path is None:
         mod = _memory_module(render_module(der.kernels, symbols, hp, disk_cache=False), key)

@@ -16,8 +16,22 @@ RATE_C = sp.Symbol("sampling_rate_complement", nonnegative=True)  # 1 - RATE, kn
 _SUBSAMPLED = {}
 
 
-def subsampled_family(family):
-    """The symbolic family of Poisson-subsampled ``family`` (extra parameter ``sampling_rate`` in (0, 1])."""
+def subsampled_family(family: Family) -> Family:
+    """The symbolic family of Poisson-subsampled ``family``: the pair ((1 - r) q + r p, q) with the extra parameter
+    ``sampling_rate`` = r in (0, 1]; made once per family object.
+
+    Parameters
+    ----------
+    family : the ``Family`` to subsample (its constraints, defaults and derived constants are kept).
+
+    Returns
+    -------
+    The family ``subsampled_<name>``.
+
+    Raises
+    ------
+    ParameterError : ``family`` is already subsampled (it has a ``sampling_rate`` parameter).
+    """
     key = id(family)
     if key not in _SUBSAMPLED:
         if RATE in family.parameters:
@@ -35,8 +49,23 @@ def subsampled_family(family):
     return _SUBSAMPLED[key][1]
 
 
-def subsample(mechanism, q):
-    """Poisson subsampling of a bound mechanism at rate q in (0, 1]."""
+def subsample(mechanism: Mechanism, q: float) -> Mechanism:
+    """Poisson subsampling of a bound mechanism at rate q.
+
+    Parameters
+    ----------
+    mechanism : the bound ``Mechanism`` (not itself subsampled).
+    q : the sampling rate, in (0, 1].
+
+    Returns
+    -------
+    The mechanism of ``subsampled_family(mechanism.family)`` at the same parameter values and ``sampling_rate=q``.
+
+    Raises
+    ------
+    ParameterError : ``mechanism`` is not a ``Mechanism`` or is already subsampled, or q is not a number in (0, 1].
+    SpecificationError, DerivationError : as ``Family.__call__`` for the subsampled pair.
+    """
     if not isinstance(mechanism, Mechanism):
         raise ParameterError(f"subsample expects a Mechanism, got {type(mechanism).__name__}")
     rate = check_real("q", q, low=0.0, high=1.0, high_open=False)

@@ -3,6 +3,6 @@
 ``mpmath_laws``: the privacy-loss laws, CDFs, CGFs and curves of the catalog mechanisms and a few user-defined ones
 at mpmath precision; ``contour``: delta(eps) of compositions of the subsampled Gaussian by a contour integral;
 ``lattice``: exact binomial sums and lattice convolutions for discrete losses, certified lattice brackets for
-continuous ones and heterogeneous mixes.  Each is self-checked against closed forms (test_reference_selfcheck.py,
-test_reference_contour.py, test_soundness_references.py).
+continuous ones and heterogeneous mixes.  Each is self-checked against closed forms (tests/test_reference_selfcheck.py,
+tests/accountants/test_reference_contour.py, tests/accountants/test_soundness_references.py).
 """

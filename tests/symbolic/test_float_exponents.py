@@ -16,7 +16,7 @@ import sympy as sp
 from scipy.stats import gennorm
 
 import mechkit as mk
-from references.lattice import Bracket, Lattice, LatticeReference
+from tests.references.lattice import Bracket, Lattice, LatticeReference
 
 BETA = 1.5
 x = sp.Symbol("x", real=True)

@@ -157,7 +157,7 @@ def test_errors():
 
 
 def test_point_mass_at_infinity_has_no_saddle_point():
-    from test_fft import approx_dp_pair
+    from tests.helpers import approx_dp_pair
     m = approx_dp_pair()(eps0=0.5, delta0=1e-6)
     with pytest.raises(NumericalLimitError, match="fft"):
         mk.compose((m, 10)).epsilon(1e-5, method="spa")
@@ -479,13 +479,12 @@ def test_delta_near_the_largest_loss_from_the_point_mass():
     # randomized response x10: above the second largest loss (8) only the point mass at 10 counts, so
     # delta(eps) = P (1 - e^(eps - 10)) exactly, P = (e/(1+e))^10; the SPA's own lower bound is 0 there
     import mpmath as mp
-    mp.mp.dps = 30
-    p = mp.e / (1 + mp.e)
     run = mk.compose((mk.randomized_response(epsilon=1.0), 10))
     eps = [8.0, 9.5, 9.99]
     d = run.delta(eps, method="spa")
     for i, e in enumerate(eps):
-        exact = float(p ** 10 * (1 - mp.e ** (mp.mpf(e) - 10)))
+        with mp.workdps(30):  # local: the mpmath reference modules rely on the global 40 digits
+            exact = float((mp.e / (1 + mp.e)) ** 10 * (1 - mp.e ** (mp.mpf(e) - 10)))
         assert d.lower[i] <= exact <= d.upper[i]
         assert d.lower[i] == pytest.approx(exact, rel=1e-8)
     # Laplace x20 (continuous part below the largest loss too): a strict lower bound, 2^-20 (1 - e^(eps - 20))
@@ -505,10 +504,8 @@ def test_whole_line_tilted_moments_match_mpmath(sigma, q, direction, t):
     # trapezoid rule (levels halving until they agree, the kink of |L - mu|^3 corrected by Euler-Maclaurin).
     # K..K'''' against the mpmath reference; A must be an upper value of E|L_t - K'(t)|^3, within 2e-3
     import mpmath as mp
-    import sys
-    import os
-    sys.path.insert(0, os.path.dirname(__file__))
-    from references import mpmath_laws as R
+
+    from tests.references import mpmath_laws as R
     ref = R.subsampled_gaussian(sigma, q)
     want = [float(v) for v in ref.cgf_all(t, 4, direction)]
     p = mk.subsample(mk.gaussian(sigma=sigma), q).plrv(direction)
@@ -516,18 +513,18 @@ def test_whole_line_tilted_moments_match_mpmath(sigma, q, direction, t):
     assert abs(vec[0] - want[0]) <= 1e-11 * (1 + abs(want[0]))
     for j in (1, 2, 3, 4):
         assert vec[j] == pytest.approx(want[j], rel=1e-7, abs=1e-12 * (1 + abs(want[2]) ** (j / 2)))
-    mp.mp.dps = 30
-    s2, qq, k1 = mp.mpf(sigma) ** 2, mp.mpf(q), mp.mpf(want[1])
-    sign = 1 if direction == "remove" else -1
-    tt = mp.mpf(t) if direction == "remove" else -1 - mp.mpf(t)  # the add direction's CGF: K_rem(-1 - t)
+    with mp.workdps(30):  # local: the mpmath reference (40 digits) must not be lowered for the tests after this one
+        s2, qq, k1 = mp.mpf(sigma) ** 2, mp.mpf(q), mp.mpf(want[1])
+        sign = 1 if direction == "remove" else -1
+        tt = mp.mpf(t) if direction == "remove" else -1 - mp.mpf(t)  # the add direction's CGF: K_rem(-1 - t)
 
-    def f(x):
-        L = mp.log(1 - qq + qq * mp.exp((2 * x - 1) / (2 * s2)))
-        return mp.exp((1 + tt) * L - x * x / (2 * s2) - K0) * abs(sign * L - k1) ** 3 / mp.sqrt(2 * mp.pi * s2)
-    K0 = mp.mpf(want[0])
-    xk = mp.findroot(lambda x: mp.log(1 - qq + qq * mp.exp((2 * x - 1) / (2 * s2))) - sign * k1, 0.5 + s2 * k1)
-    pts = sorted({-mp.inf, mp.mpf(-10) * sigma, xk, mp.mpf(0), (1 + tt) if tt > 0 else mp.mpf(1), mp.inf})
-    exact_abs3 = float(mp.quad(f, pts))
+        def f(x):
+            L = mp.log(1 - qq + qq * mp.exp((2 * x - 1) / (2 * s2)))
+            return mp.exp((1 + tt) * L - x * x / (2 * s2) - K0) * abs(sign * L - k1) ** 3 / mp.sqrt(2 * mp.pi * s2)
+        K0 = mp.mpf(want[0])
+        xk = mp.findroot(lambda x: mp.log(1 - qq + qq * mp.exp((2 * x - 1) / (2 * s2))) - sign * k1, 0.5 + s2 * k1)
+        pts = sorted({-mp.inf, mp.mpf(-10) * sigma, xk, mp.mpf(0), (1 + tt) if tt > 0 else mp.mpf(1), mp.inf})
+        exact_abs3 = float(mp.quad(f, pts))
     assert exact_abs3 * (1 - 1e-9) <= A <= exact_abs3 * (1 + 2e-3)
 
 

@@ -9,6 +9,7 @@ from scipy.optimize import brentq
 import mechkit as mk
 from mechkit import NumericalLimitError, ParameterError
 from mechkit.accountants import fft
+from tests.helpers import approx_dp_pair
 
 
 def rr_delta(e0, k, eps):
@@ -259,19 +260,7 @@ def test_fa_bad_options(kw, word):
         run.delta(1.0, **kw)
 
 
-# ---- point masses at +inf (notes.md 1.1): the canonical (eps0, delta0)-DP pair, composed ------------------
-
-def approx_dp_pair():
-    import sympy as sp
-    k = sp.Symbol("k", integer=True)
-    e0 = sp.Symbol("eps0", positive=True)
-    d0 = sp.Symbol("delta0", positive=True)
-    hi, lo = (1 - d0) * sp.exp(e0) / (1 + sp.exp(e0)), (1 - d0) / (1 + sp.exp(e0))
-    p = sp.Piecewise((d0, sp.Eq(k, 0)), (hi, sp.Eq(k, 1)), (lo, sp.Eq(k, 2)), (0, True))
-    q = sp.Piecewise((0, sp.Eq(k, 0)), (lo, sp.Eq(k, 1)), (hi, sp.Eq(k, 2)), (d0, True))
-    return mk.Mechanism.from_densities(p, q, k, domain=[0, 1, 2, 3], name="approx_dp",
-                                       constraints={"delta0": "(0, 1)"})
-
+# ---- point masses at +inf (notes.md 1.1): the canonical (eps0, delta0)-DP pair (tests/helpers.py), composed -----
 
 def approx_dp_exact_delta(e0, d0, k, eps, mu=0.0):
     # Kairouz et al.: 1 - (1 - d0)^k + (1 - d0)^k * (pure eps0 randomized response composed k times);

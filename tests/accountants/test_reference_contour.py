@@ -7,7 +7,7 @@ from hypothesis import assume, given, settings, strategies as st
 from scipy.stats import norm
 
 import mechkit as mk
-from references import contour as ref
+from tests.references import contour as ref
 
 
 @pytest.mark.parametrize("s,k,eps", [(2.0, 10, 0.5), (1.0, 3, 1.0), (5.0, 100, 0.3)])

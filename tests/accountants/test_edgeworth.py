@@ -316,7 +316,7 @@ def test_bad_input_and_unsupported_mechanisms():
         run.delta(-1.0, method="edgeworth")
     before = float(run.delta(1.0, method="edgeworth"))
     assert float(run.delta(1.0, method="edgeworth")) == before  # failed calls left no state behind
-    from test_fft import approx_dp_pair
+    from tests.helpers import approx_dp_pair
     m = approx_dp_pair()(eps0=0.5, delta0=1e-6)
     with pytest.raises(NumericalLimitError, match="fft"):
         mk.compose((m, 10)).delta(1.0, method="edgeworth")

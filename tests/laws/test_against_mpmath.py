@@ -11,7 +11,7 @@ import pytest
 import sympy as sp
 
 import mechkit as mk
-from references import mpmath_laws as ref
+from tests.references import mpmath_laws as ref
 
 pytestmark = pytest.mark.slow
 RTOL = 1e-9

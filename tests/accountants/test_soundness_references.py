@@ -41,9 +41,7 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import re
-import sys
 
 import mpmath as mp
 import numpy as np
@@ -52,9 +50,7 @@ from hypothesis import Phase, event, given, settings, strategies as st
 from scipy import integrate
 
 import mechkit as mk
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from references import lattice as R  # noqa: E402
+from tests.references import lattice as R
 
 EPS_ERROR = 0.01          # the FFT composer's default
 #: the delta named in the FFT composer's documented refusal below its floating-point floor

@@ -1,0 +1,42 @@
+"""Write the catalog's shipped derivations: ``python -m mechkit.mechanisms._prederive`` (or, in the source tree,
+``python mechanisms/_prederive.py``).
+
+Every catalog family and its Poisson-subsampled family is derived (or loaded from the cache) and exported into
+``mechanisms/_derived`` as one JSON file per family (structure, display expressions, generated module source);
+files of families no longer in the catalog, or of an older code version, are removed.  Run it after changing the
+catalog or the derivation code (the cache key hashes both: ``tests/laws/test_prederived.py`` says when).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import mechkit as mk
+from mechkit.laws import catalog
+from mechkit.symbolic import codegen
+
+
+def families():
+    """Every family shipped pre-derived: the catalog's, and their subsampled families."""
+    out = []
+    for name in mk.CATALOG:
+        fam = catalog.catalog(name).family
+        out += [fam, mk.subsampled_family(fam)]
+    return out
+
+
+def main(out: Path | None = None) -> list[Path]:
+    out = Path(out) if out is not None else catalog.prederived_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fam in families():
+        fam.derive()
+        written.append(codegen.export_entry(fam.spec, out))
+    for stale in set(out.glob("fam_*.json")) - set(written):
+        stale.unlink()
+    return written
+
+
+if __name__ == "__main__":
+    for path in main(sys.argv[1] if len(sys.argv) > 1 else None):
+        print(path)

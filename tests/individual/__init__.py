@@ -1,0 +1,1 @@
+"""Tests of mechkit.individual: individual GDP and PLD accounting."""

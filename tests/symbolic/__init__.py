@@ -1,0 +1,1 @@
+"""Tests of mechkit.symbolic: density strings, parsing, float exponents."""

@@ -1,0 +1,108 @@
+"""Time to first answer, as behaviour (the timings themselves live in benchmarks/startup.py): ``import mechkit``
+and the command line's help and errors load no heavy dependency and compile nothing; every public name still
+resolves; slow preparations print one line; the catalog's shipped derivations are current and used."""
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+import mechkit as mk
+from tests.helpers import ROOT
+
+HEAVY = ("numba", "sympy", "scipy", "mpmath", "mechkit.engine", "mechkit.laws.family", "mechkit.composition")
+
+
+def _modules_after(code):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys, json\nprint(json.dumps(sorted(sys.modules)))"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return set(json.loads(out.stdout.strip().splitlines()[-1])), out
+
+
+HELP = "from mechkit import cli\ntry:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass"
+CLI_ERROR = "from mechkit import cli; assert cli.main(['epsilon', 'nosuch', '--steps', '1', '--delta', '1e-5']) == 2"
+
+
+@pytest.mark.parametrize("code", ["import mechkit", "import mechkit as mk; mk.CATALOG; mk.MechkitError; mk.__version__",
+                                  HELP, CLI_ERROR])
+def test_light_paths_import_nothing_heavy(code):
+    mods, _ = _modules_after(code)
+    loaded = sorted(m for m in mods for h in HEAVY if m == h or m.startswith(h + "."))
+    assert not loaded, loaded
+
+
+def test_every_public_name_resolves_and_is_listed():
+    for name in mk.__all__:
+        assert getattr(mk, name) is not None, name
+        assert name in dir(mk), name
+    from mechkit import Composition, compose, gaussian  # from-imports go through the lazy lookup too
+    assert callable(compose) and isinstance(Composition, type) and gaussian.__name__ == "gaussian"
+    with pytest.raises(AttributeError):
+        mk.no_such_name  # noqa: B018
+
+
+def test_a_query_loads_only_its_accountant():
+    mods, _ = _modules_after("import mechkit as mk\nprint(mk.compose((mk.gaussian(sigma=1.0), 3)).epsilon(1e-5, "
+                             "method='rdp'))\nassert 'spa' in mk.composition.ACCOUNTANTS")
+    assert "mechkit.accountants.rdp" in mods
+    assert not {"mechkit.accountants.fft", "mechkit.accountants.spa", "mechkit.accountants.edgeworth"} & mods
+
+
+class _Capture(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+@pytest.fixture
+def progress_lines(monkeypatch):
+    from mechkit import progress
+    cap = _Capture()
+    progress.LOGGER.addHandler(cap)
+    monkeypatch.setattr(progress, "DELAY", 0.05)
+    yield progress, cap.lines
+    progress.LOGGER.removeHandler(cap)
+
+
+def test_slow_preparation_prints_one_line_fast_none(progress_lines):
+    progress, lines = progress_lines
+    with progress.announce("fast thing"):
+        pass
+    with progress.announce("slow thing"):
+        time.sleep(0.3)
+    time.sleep(0.1)
+    assert lines == ["slow thing (first use only; cached on disk afterwards) ..."]
+
+
+def test_progress_lines_go_to_stderr_and_can_be_silenced(progress_lines, capsys):
+    progress, lines = progress_lines
+    with progress.announce("shown"):
+        time.sleep(0.3)
+    assert "mechkit: shown (first use only" in capsys.readouterr().err
+    old = progress.LOGGER.level
+    progress.LOGGER.setLevel(logging.WARNING)
+    try:
+        with progress.announce("hidden"):
+            time.sleep(0.3)
+    finally:
+        progress.LOGGER.setLevel(old)
+    assert "hidden" not in capsys.readouterr().err and lines == [lines[0]]
+
+
+def test_closed_form_cgf_is_checked_on_first_use_only():
+    from mechkit.laws.core import Law
+    calls = []
+    law = Law()
+    law.offer_closed_cgf(("K0", "K1"), lambda: calls.append(1) or False)
+    assert calls == []
+    assert law.cgf_source == "quadrature" and law.closed_cgf is None and calls == [1]
+    law.offer_closed_cgf(("K0",), lambda: calls.append(2) or True)
+    assert law.closed_cgf == ("K0",) and law.cgf_source == "closed form" and calls == [1, 2]
