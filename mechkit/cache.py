@@ -68,26 +68,41 @@ def cache_dir():
     return fallback(f"{where} cannot be used (not a writable directory)")
 
 
-def _numba_can_cache(source_file):
-    """Whether Numba finds a writable cache location for functions of ``source_file`` (its own locators: beside the
-    file, ``NUMBA_CACHE_DIR``, the user-wide cache); True where Numba's internals cannot be asked."""
+def numba_cache_path(source_file):
+    """The directory where Numba caches the functions of ``source_file`` (the first of its locators that applies:
+    beside the file, ``NUMBA_CACHE_DIR``, the user-wide cache), or None where none applies.
+
+    Raises
+    ------
+    LookupError : Numba's internals cannot be asked (another Numba version).
+    """
     try:
         from numba.core import caching
         impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
         classes = list(impl._locator_classes)
-    except Exception:
-        return True
+    except Exception as exc:
+        raise LookupError("Numba's cache locators are not available") from exc
 
     def probe():
         pass
 
     for cls in classes:
         try:
-            if cls.from_function(probe, str(source_file)) is not None:
-                return True
+            locator = cls.from_function(probe, str(source_file))
         except Exception:
             continue
-    return False
+        if locator is not None:
+            return locator.get_cache_path()
+    return None
+
+
+def _numba_can_cache(source_file):
+    """Whether Numba finds a writable cache location for functions of ``source_file``; True where Numba's internals
+    cannot be asked."""
+    try:
+        return numba_cache_path(source_file) is not None
+    except LookupError:
+        return True
 
 
 def ensure_numba_cache(source_files=None):
@@ -101,7 +116,7 @@ def ensure_numba_cache(source_files=None):
     None where nothing had to change (or nothing could).
     """
     if source_files is None:
-        root = Path(__file__).resolve().parent.parent
+        root = Path(__file__).resolve().parent  # the mechkit package
         source_files = [next(iter(sorted(d.glob("*.py")))) for d in [root, *sorted(root.rglob("*"))]
                         if d.is_dir() and d.name != "__pycache__" and any(d.glob("*.py"))]
     elif isinstance(source_files, (str, os.PathLike)):

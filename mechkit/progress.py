@@ -42,7 +42,7 @@ if LOGGER.level == logging.NOTSET:
 @contextlib.contextmanager
 def announce(what: str):
     """Run the ``with`` body; if it is still running after ``DELAY`` seconds, log one line saying ``what`` is being
-    prepared and that the result is cached.  Costs a timer thread (~50 us), so wrap only work that may be slow."""
+    prepared and that the result is cached.  Costs a timer thread, so wrap only work that may be slow."""
     timer = threading.Timer(DELAY, LOGGER.info, args=("%s (first use only; cached on disk afterwards) ...", what))
     timer.daemon = True
     timer.start()

@@ -130,9 +130,17 @@ def test_import_mechkit_without_a_writable_numba_cache(tmp_path):
     (copy / "mechkit" / "__pycache__").write_text("blocks the in-tree cache")
     _, env = numba_blocked_env(tmp_path)
     env["PYTHONPATH"] = str(copy)
-    # the engine compiles on first use (a bound mechanism's first query), into the fallback location
-    out = run_python("import mechkit as mk\nprint('DELTA', mk.laplace(scale=1.0).delta(0.5))", env, tmp_path)
-    assert out.returncode == 0 and "DELTA" in out.stdout, out.stderr[-2000:]
-    # Laplace, sensitivity 1, scale b = 1: delta(eps) = 1 - e^((eps - 1/b) / 2) for eps <= 1/b
-    assert float(out.stdout.split("DELTA")[1]) == pytest.approx(1 - math.exp((0.5 - 1.0) / 2), rel=1e-9)
+    # the engine compiles on first use, into the fallback location, its largest subjects in a second process
+    # (engine.warm) that must find the same location; a composition's epsilon needs them (through the CGF)
+    code = ("import mechkit as mk\nfrom mechkit.engine import warm\n"
+            "e = mk.compose((mk.gaussian(sigma=1.0), 2)).epsilon(1e-5)\n"
+            "from mechkit.engine import quadrature as Q\n"
+            "print('EPS', e.lower, e.upper, mk.gdp.epsilon(2 ** 0.5, 1e-5), 'WARMER', warm.started(),\n"
+            "      'LOADED', sum(Q.gk_adaptive.stats.cache_hits.values()) > 0)")
+    out = run_python(code, env, tmp_path)
+    assert out.returncode == 0 and "EPS" in out.stdout, out.stderr[-2000:]
+    lower, upper, exact = (float(v) for v in out.stdout.split("EPS")[1].split()[:3])
+    assert lower <= exact <= upper and upper - lower < 0.05  # two Gaussians, sigma 1: mu = sqrt(2) exactly
+    # the second process started, and this one loaded its work from the shared location instead of compiling
+    assert out.stdout.split("WARMER")[1].split() == ["True", "LOADED", "True"]
     assert out.stderr.count("CacheWarning") == 1, out.stderr[-2000:]

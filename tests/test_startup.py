@@ -106,3 +106,13 @@ def test_closed_form_cgf_is_checked_on_first_use_only():
     assert law.cgf_source == "quadrature" and law.closed_cgf is None and calls == [1]
     law.offer_closed_cgf(("K0",), lambda: calls.append(2) or True)
     assert law.closed_cgf == ("K0",) and law.cgf_source == "closed form" and calls == [1, 2]
+
+
+def test_numba_cache_probe_looks_only_inside_the_package(monkeypatch):
+    from mechkit import cache
+    seen = []
+    monkeypatch.setattr(cache, "_numba_can_cache", lambda f: seen.append(f) or True)
+    assert cache.ensure_numba_cache() is None
+    pkg = ROOT / "mechkit"
+    assert seen and all(pkg in f.resolve().parents for f in seen), seen
+    assert {f.parent.name for f in seen} >= {"mechkit", "engine", "accountants", "spa"}

@@ -7,3 +7,7 @@ from .. import cache as _cache
 # before the first ``cache=True`` function is defined: Numba needs a writable cache location (a temporary one, with
 # a warning, where it finds none)
 _cache.ensure_numba_cache()
+
+from . import warm as _warm  # noqa: E402  (after the cache location is settled)
+
+_warm.start()

@@ -79,7 +79,7 @@ def kernel_refs(mod):
 def as_kernel(typingctx, addr):
     """The kernel at a cfunc wrapper address (an int64 from ``KernelRef.address``) as a first-class function.
 
-    Unboxing a first-class function argument calls back into Python twice per argument and call (~2 us each);
+    Unboxing a first-class function argument calls back into Python twice per argument and call;
     an address crosses the boundary as a plain integer.  The value built here is what Numba's own unboxing
     builds for a ``KernelRef`` (its jit address is null there too): calls go through the C wrapper."""
     def codegen(context, builder, signature, args):

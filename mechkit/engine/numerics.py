@@ -13,6 +13,7 @@ a second process pays no compile time.
 import importlib
 
 from ..progress import announce
+from . import warm
 
 #: name -> the engine module defining it.  A module is imported (and its functions compiled, or loaded from
 #: Numba's cache) on the first use of one of its names, so a query compiles only the subjects it needs.
@@ -34,6 +35,12 @@ def __getattr__(name):
     mod = _MODULE_OF.get(name)
     if mod is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if mod in warm.DEPENDENT and warm.running():  # a second process compiles the subjects: work meanwhile
+        for other in warm.MEANWHILE:
+            with announce(f"compiling the numerical engine: {other}"):
+                importlib.import_module(f"{__package__}.{other}")
+        with announce(f"compiling the numerical engine: {', '.join(warm.SUBJECTS)} (in a second process)"):
+            warm.wait()
     with announce(f"compiling the numerical engine: {mod}"):
         value = getattr(importlib.import_module(f"{__package__}.{mod}"), name)
     globals()[name] = value

@@ -214,7 +214,7 @@ def gk_adaptive(mode, f1, f2, f3, edges, c, w, t, shift, mu, nmom, theta, rtol):
     is within rtol of its integral of |f|.  Returns (integrals[0..nmom], estimated absolute errors)."""
     m = nmom + 1
     max_cap = 6000
-    cap = 64  # grown on demand: a 6000-row allocation up front cost ~90 us per call (mmap + page faults)
+    cap = 64  # grown on demand: a 6000-row allocation up front costs more than most calls (mmap + page faults)
     lo = np.empty(cap)
     hi = np.empty(cap)
     vals = np.empty((cap, m))
@@ -308,7 +308,7 @@ def gk_integrate(mode, f1, f2, f3, a, b, c, w, t, shift, mu, nmom, theta, rtol, 
     The map x = c + w u/(1-u^2) puts the bulk of the integrand (centre c, width w) at u ~ 0; the search starts
     from ``nsplit`` equal intervals in u.  Returns (integrals[0..nmom], estimated absolute errors[0..nmom]).
     A Python function: compiled, it would hold a second copy of ``gk_adaptive``'s machine code (Numba links a
-    callee into each compiled caller), about a second of every first compilation.
+    callee into each compiled caller), a large part of the engine's first compilation.
     """
     ua = u_of_x(float(a), float(c), float(w))
     ub = u_of_x(float(b), float(c), float(w))

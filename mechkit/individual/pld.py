@@ -37,9 +37,8 @@ geometric series in closed form: for each row two small inverse FFTs (of the ban
 ``B(r) = sum_{r' >= r} e^-(r'-r+1)h p_r'`` at every (N'/N_c)-th cell (N_c >= 8 J), which is the exact discrete curve
 there; single cells are evaluated by the same sums directly.  epsilon(delta) is bracketed on that table, its cell
 found by interpolation in log delta (safeguarded by bisection) and inverted exactly inside the cell (as
-``fft.DiscreteCurve``).  Measured (``benchmarks/individual.py``, 1000 steps): 0.08 ms per distinct row against
-130-160 ms for an inverse FFT of size N = 262144 per row (the other way App. D allows), with the same epsilons to
-1e-10.
+``fft.DiscreteCurve``).  This is three orders of magnitude faster per distinct row than an inverse FFT per row
+(the other way App. D allows), with the same epsilons (``benchmarks/individual.py``, docs/performance.md).
 
 **Bounds.**  As ``mk.compose(...).epsilon(delta)``: Theorem 5.5 gives ``delta(eps) <= delta~(eps - eps_error) +
 delta_error`` and ``>= delta~(eps + eps_error) - delta_error``; each row adds its own allowance: floating-point

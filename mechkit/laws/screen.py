@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import warnings
+import weakref
 
 import numpy as np
 import sympy as sp
@@ -42,9 +43,13 @@ MP_DPS = 40
 MAX_INTERVALS = 400_000
 
 
+#: family -> its lambdified densities (``_functions``), kept as long as the family lives
+_FUNCTIONS = weakref.WeakKeyDictionary()
+
+
 def _functions(family):
     """(NumPy p, NumPy q, mpmath p, mpmath q, ends) lambdified once per family: args (x, *params, *consts)."""
-    got = family.__dict__.get("_screen_fns")
+    got = _FUNCTIONS.get(family)
     if got is None:
         args = [family.var, *family.parameters, *[c for c, _ in family.constants]]
         with warnings.catch_warnings():
@@ -53,7 +58,7 @@ def _functions(family):
             fns = [sp.lambdify(args, e, modules=m, dummify=True)
                    for m in (["scipy", "numpy"], "mpmath") for e in (family.p, family.q)]
             ends = [sp.lambdify(args[1:], e, modules="mpmath", dummify=True) for e in (family.spec.lo, family.spec.hi)]
-        got = family._screen_fns = (fns[0], fns[1], fns[2], fns[3], ends)
+        got = _FUNCTIONS[family] = (fns[0], fns[1], fns[2], fns[3], ends)
     return got
 
 

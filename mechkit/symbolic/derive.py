@@ -33,8 +33,8 @@ from . import algebra as sy
 MAX_ABS = 3
 MAX_ORDER = 6
 #: a closed-form CGF derivative longer than this (characters of its printed form) is not used: Numba's compile
-#: time grows with the expression (about 3 s at 14,000 characters, 22 s at 75,000, minutes beyond), and such
-#: expressions evaluate slowly and with cancellation; the CGF then comes from quadrature or exact sums
+#: time grows steeply with the expression (docs/performance.md), and such expressions evaluate slowly and with
+#: cancellation; the CGF then comes from quadrature or exact sums
 MAX_CGF_CHARS = 6000
 
 

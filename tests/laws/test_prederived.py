@@ -56,3 +56,11 @@ def test_an_unreadable_shipped_entry_is_derived_as_usual(tmp_path, monkeypatch):
         return F.derive(spec)
     structure, _, mod = codegen.load_or_build(base.spec, build, prebuilt=shipped)
     assert calls == [1] and "variants" in structure and mod.FAILED == []
+
+
+def test_cache_key_ignores_comments_and_docstrings_but_not_code():
+    base = 'def f(x):\n    """doc"""\n    # why\n    return x + 1\n'
+    same = 'def f(x):\n    """another doc"""\n\n    return x + 1  # another why\n'
+    changed = 'def f(x):\n    """doc"""\n    return x + 2\n'
+    assert codegen.code_text(base) == codegen.code_text(same)
+    assert codegen.code_text(base) != codegen.code_text(changed)

@@ -21,7 +21,7 @@ _LOG_2PI = math.log(2.0 * math.pi)
 def log_mills(x):
     """log(e^{x^2/2} Q(x)), the log scaled Mills ratio, stable for all x: math.erfc where Q(x) is a normal double,
     else Laplace's continued fraction Q(x) = phi(x) / (x + 1/(x + 2/(x + ...))) (backward; 8 terms reach double
-    precision from x = 25).  scipy's log_ndtr costs ~1 us per scalar call and cancels at huge x."""
+    precision from x = 25).  scipy's log_ndtr is slow per scalar call (a ufunc) and cancels at huge x."""
     if x < 25.0:
         return 0.5 * x * x + math.log(0.5 * math.erfc(x * _SQRT_HALF))
     r = x

@@ -26,7 +26,7 @@ QUAD_SLACK = 1e-9
 VARIANTS = ("msd", "clt")
 
 
-#: log(e^{x^2/2} Q(x)), the log scaled Mills ratio (compiled; scalar calls from Python cost ~0.2 us)
+#: log(e^{x^2/2} Q(x)), the log scaled Mills ratio (compiled: cheap scalar calls from Python)
 _log_psi = _sb.log_mills
 
 
