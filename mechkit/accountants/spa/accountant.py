@@ -23,6 +23,7 @@ bracketed root search in log t needs one CGF evaluation (orders 0..4) per step.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -117,9 +118,18 @@ def epsilon(items, delta_, order=1, variant="msd"):
         return got
 
 
+@dataclass
+class _Row:
+    """One direction's estimate: epsilon, the direction, and the log tilt it was found at (None: not reached)."""
+
+    eps: float
+    dirn: object
+    u: float | None
+
+
 def _direction_estimates(dirs, target, fn):
-    """Each direction's estimate as rows [epsilon, direction, log tilt], with the model's roots before polishing,
-    the directions certified below the first (``dominated``) and those whose SP-MSD1 root was its singularity.
+    """Each direction's estimate (``_Row``s), with the model's roots before polishing (by direction), the directions
+    certified below the first (``dominated``) and those whose SP-MSD1 root was its singularity (``fallback``).
 
     The estimate is the approximation evaluated with exact CGF values: the model's root is polished by the same
     search on exact evaluations (one evaluation where the model is accurate; more where the CGF's higher
@@ -137,30 +147,31 @@ def _direction_estimates(dirs, target, fn):
         if i > 0:
             # its epsilon is at most its largest loss, or certified at most the first's estimate (at the first's
             # tilt, else at its own saddle point under a Gaussian model, whose node starts its search otherwise)
-            done = dirn.sup() <= est[0][0]
-            if not done and est[0][2] is not None:
-                done = certified_below(dirn, dirs[0], math.exp(est[0][2]), est[0][0], target)
+            first = est[0]
+            done = dirn.sup() <= first.eps
+            if not done and first.u is not None:
+                done = certified_below(dirn, dirs[0], math.exp(first.u), first.eps, target)
                 if not done:
-                    done, guess = below_at_guess(dirn, est[0][0], target)
+                    done, guess = below_at_guess(dirn, first.eps, target)
             if done:
-                dominated.add(id(dirn))
+                dominated.add(dirn)
                 continue
         u, f_dir, fell = estimate_root(dirn, target, fn, guess=guess)
-        roots[id(dirn)] = u
+        roots[dirn] = u
         if fell:
-            fallback.add(id(dirn))
-        row = [0.0 if u is None else max(dirn.eps_of(math.exp(u)), 0.0), dirn, u]
+            fallback.add(dirn)
+        row = _Row(0.0 if u is None else max(dirn.eps_of(math.exp(u)), 0.0), dirn, u)
         est.append(row)
-        if u is None or (i > 0 and row[0] < est[0][0] - margin):
+        if u is None or (i > 0 and row.eps < est[0].eps - margin):
             continue
-        model = row[0]
+        model = row.eps
         u, e = polish_estimate(dirn, target, f_dir, u)
-        row[2] = u
-        row[0] = 0.0 if u is None else max(e, 0.0)
+        row.u = u
+        row.eps = 0.0 if u is None else max(e, 0.0)
         if i == 0:
             # the other direction is polished only where its model value could still be the larger one: within
             # a generous multiple of the model error just observed on the first, and never less than POLISH_MARGIN
-            margin = max(POLISH_ERRORS * abs(row[0] - model), POLISH_MARGIN * (1.0 + row[0]))
+            margin = max(POLISH_ERRORS * abs(row.eps - model), POLISH_MARGIN * (1.0 + row.eps))
     return est, roots, dominated, fallback
 
 
@@ -180,26 +191,26 @@ def _epsilon(items, d, order, variant):
 
     fn = modelled_value(key)
     est, roots, dominated, fallback = _direction_estimates(dirs, target, fn)
-    est.sort(key=lambda x: -x[0])
-    val, dom, u_dom = est[0]
+    est.sort(key=lambda r: -r.eps)
+    val, dom, u_dom = est[0].eps, est[0].dirn, est[0].u
     # the bounds: at each direction's anchor, the model's SP-MSD1 saddle point (the default estimate's model root,
     # so that the bounds do not depend on the estimate's order or variant); the leader first, the other where
     # its bound at its nearest memoised node does not already keep it below the leader's upper bound
     msd1, msd1_roots = modelled_value("log_msd1"), (dict(roots) if key == "log_msd1" else {})
 
     def anchor(dirn):
-        if id(dirn) not in msd1_roots:
-            msd1_roots[id(dirn)] = estimate_root(dirn, target, msd1)[0]
-        return msd1_roots[id(dirn)]
+        if dirn not in msd1_roots:
+            msd1_roots[dirn] = estimate_root(dirn, target, msd1)[0]
+        return msd1_roots[dirn]
 
     lo, up, where = certified_bounds(dom, target, anchor(dom))
     for dirn in dirs:
         if dirn is dom:
             continue
-        u = next((r[2] for r in est if r[1] is dirn), None)
+        u = next((r.u for r in est if r.dirn is dirn), None)
         # certified below the leader's estimate (where that is <= up) or its largest loss below up already, else
         # first at the node nearest its estimate's tilt (memoised by the search), then at its saddle point of up
-        need_up = (dirn.sup() > up and not (id(dirn) in dominated and val <= up)
+        need_up = (dirn.sup() > up and not (dirn in dominated and val <= up)
                    and (u is None or node_log_upper(dirn, math.exp(u), up, target) > target))
         if need_up:
             try:
@@ -238,7 +249,7 @@ def _epsilon(items, d, order, variant):
     if moved or (u_dom is None and up > 0):
         # outside its own certified interval, or 0 only because the approximation never reaches delta
         details.update(reliable=False, clamped=moved)
-    if id(dom) in fallback:
+    if dom in fallback:
         details.update(reliable=False, msd1_singular=True)
     return Estimate(val, lo, up, "spa", True, details)
 

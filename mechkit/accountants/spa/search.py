@@ -253,8 +253,8 @@ def at_zero(dirn, fn, target, bounds):
 
 
 def heavy_tops(dirs, target):
-    """{id(direction): (s, log P)} for the directions whose largest loss s carries a point mass P > exp(target)."""
-    return {id(d): top for d in dirs if (top := d.top_atom()) is not None and target < top[1]}
+    """{direction: (s, log P)} for the directions whose largest loss s carries a point mass P > exp(target)."""
+    return {d: top for d in dirs if (top := d.top_atom()) is not None and target < top[1]}
 
 
 def point_mass_delta(dirs, eps):
@@ -287,7 +287,7 @@ def point_mass_epsilon(dirs, target, order, variant):
     tops = list(heavy.values())
     lo = max(point_mass_lower(top, target) for top in tops)
     up = max(top[0] for top in tops)
-    if not all(id(d) in heavy or d.sup() <= lo for d in dirs):
+    if not all(d in heavy or d.sup() <= lo for d in dirs):
         return None
     details = result_details(order, variant, None)
     details.update(note="delta is below the saddle points' reach: the point mass P at the largest privacy loss s "
