@@ -5,7 +5,6 @@ the CGF and its derivatives, tilted statistics, the hockey-stick divergence and 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -14,8 +13,6 @@ from scipy.optimize import brentq
 from ..engine.logspace import log1mexp
 from ..errors import NumericalLimitError, ParameterError, check_finite_real, real_array
 
-if TYPE_CHECKING:
-    from .family import Mechanism
 
 
 def check_eps_array(epsilon: float | ArrayLike) -> np.ndarray:
@@ -54,7 +51,7 @@ class PLRV:
     dual : the loss under the other measure (``is_dual``).
     """
 
-    def __init__(self, mech: Mechanism, direction: str, dual: bool = False) -> None:
+    def __init__(self, mech: object, direction: str, dual: bool = False) -> None:  # a Mechanism (made by it)
         self.mechanism = mech
         self.direction = direction
         self.is_dual = dual
