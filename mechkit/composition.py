@@ -130,6 +130,9 @@ def _check_options(method, query, fn, options):
         raise ParameterError(f"unknown option(s) {unknown} for {query} with method {method!r}; {takes}")
 
 
+#: relative rounding allowed per largest loss in epsilon at delta = 0 (each a double from the compiled loss)
+ROUNDING_REL = 1e-14
+
 #: a delta this much (relatively) below the composed mass at +inf is answered epsilon = inf without an accountant;
 #: the margin covers the rounding of the mass (a sum of k log1p(-a) terms), so the answer is certain
 INF_MASS_MARGIN = 1e-12
@@ -226,12 +229,38 @@ class Composition:
         return Estimate(math.inf, math.inf, math.inf, method, True,
                         {"note": note, "inf_mass": mass, "direction": direction})
 
+    def _largest_loss(self, method):
+        """epsilon at delta = 0: the largest composed privacy loss, the sum of the counted largest losses (the
+        essential supremum of a sum of independent variables), max over directions; exact up to rounding."""
+        best, where = -math.inf, None
+        for r in relations.DIRECTIONS:
+            total = math.fsum(c * m.plrv(r).largest_loss() for m, c in self._items)
+            if total > best:
+                best, where = total, r
+        val = max(best, 0.0)
+        note = "delta = 0: epsilon is the largest privacy loss of the composition (inf where a loss is unbounded)"
+        if not math.isfinite(val):
+            return Estimate(val, val, val, method, True, {"note": note, "direction": where})
+        slack = ROUNDING_REL * (1 + self.total_count) * val  # each largest loss is a rounded double, k of them summed
+        return Estimate(val, max(val - slack, 0.0), val + slack, method, True, {"note": note, "direction": where})
+
+    def _capped(self, est, method):
+        """``est`` with its epsilon and upper bound at most the largest composed loss (delta is 0 there, for every
+        method: a certified upper bound); where the accountant's answer was above it, ``details`` says so."""
+        top = self._largest_loss(method).upper
+        if not (top < est.upper or top < float(est)):
+            return est
+        v = min(float(est), top)
+        details = {**est.details, "capped_at_largest_loss": top}
+        return Estimate(v, min(est.lower, v), min(est.upper, top), est.method, est.certified, details)
+
     def epsilon(self, delta: float | ArrayLike, method: str = "fft", **options: object) -> Estimate | EstimateArray:
         """Smallest epsilon with delta(epsilon) <= delta (max over add and remove).
 
         Parameters
         ----------
-        delta : in (0, 1), or an array of such values.
+        delta : in [0, 1), or an array of such values.  At 0 the answer is exact for every method: the largest
+            privacy loss of the composition (inf where a loss is unbounded or infinite with positive probability).
         method : "fft" (default), "spa", "edgeworth", "rdp" or "gdp" (``ACCOUNTANTS``).
         **options : the method's own options (e.g. ``eps_error``, ``delta_error`` for "fft"; ``order``,
             ``variant`` for "spa").
@@ -244,18 +273,21 @@ class Composition:
 
         Raises
         ------
-        ParameterError : delta not in (0, 1), an unknown method, or options the method does not take.
+        ParameterError : delta not in [0, 1), an unknown method, or options the method does not take.
         NumericalLimitError : the method cannot certify an answer at this delta (it names what can).
         """
         fn = self._method(method)[0]
         _check_options(method, "epsilon", fn, options)
 
         def one(d):
-            return self._below_inf_mass(d, method) or fn(self._items, d, **options)
+            if d == 0.0:
+                return self._largest_loss(method)
+            return self._below_inf_mass(d, method) or self._capped(fn(self._items, d, **options), method)
 
         if np.ndim(delta) == 0:
-            return one(check_real("delta", delta, low=0.0, high=1.0))
-        ds = [check_finite_real("delta", d, low=0.0, high=1.0) for d in np.ravel(real_array("delta", delta))]
+            return one(check_real("delta", delta, low=0.0, high=1.0, low_open=False))
+        ds = [check_finite_real("delta", d, low=0.0, high=1.0, low_open=False)
+              for d in np.ravel(real_array("delta", delta))]
         res = [one(d) for d in ds]
         return EstimateArray([float(r) for r in res], [r.lower for r in res], [r.upper for r in res],
                              method, all(r.certified for r in res))

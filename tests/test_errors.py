@@ -92,11 +92,12 @@ def test_disjoint_support():
 
 def test_query_ranges():
     m = mk.gaussian(sigma=1.0)
-    for bad in (0.0, 1.0, -1e-3, float("nan")):
+    for bad in (1.0, -1e-3, float("nan")):  # delta = 0 is answered: the largest loss
         with pytest.raises(ParameterError, match="delta"):
             m.epsilon(bad)
-    with pytest.raises(ParameterError, match="epsilon"):
-        m.delta(-0.5)
+    for bad in (float("nan"), -float("inf")):  # negative epsilons are answered (the hockey-stick at e^eps < 1)
+        with pytest.raises(ParameterError, match="epsilon"):
+            m.delta(bad)
     with pytest.raises(ParameterError, match="alpha"):
         m.rdp(1.0)
     with pytest.raises(ParameterError, match="direction"):

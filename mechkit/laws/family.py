@@ -13,6 +13,7 @@ directions unless ``direction`` says otherwise) and Renyi divergences ``m.rdp(al
 from __future__ import annotations
 
 import math
+import numbers
 import types
 import warnings
 from collections.abc import Iterable
@@ -393,7 +394,7 @@ class Mechanism:
 
         Parameters
         ----------
-        epsilon : in [0, inf], or a 1-D array of such values.
+        epsilon : in (-inf, inf], or a 1-D array of such values (negative values as dp_accounting allows).
         direction : 'both' (the maximum over the two directions), 'remove' or 'add'.
 
         Returns
@@ -402,7 +403,7 @@ class Mechanism:
 
         Raises
         ------
-        ParameterError : epsilon not real, negative or nan, or an unknown ``direction``.
+        ParameterError : epsilon not real, nan or -inf, or an unknown ``direction``.
         """
         eps = check_eps_array(epsilon)
         out = np.full(eps.shape, -np.inf)
@@ -415,7 +416,7 @@ class Mechanism:
 
         Parameters
         ----------
-        epsilon : in [0, inf], or a 1-D array of such values.
+        epsilon : in (-inf, inf], or a 1-D array of such values (negative values as dp_accounting allows).
         direction : 'both' (the maximum over the two directions), 'remove' or 'add'.
 
         Returns
@@ -424,7 +425,7 @@ class Mechanism:
 
         Raises
         ------
-        ParameterError : epsilon not real, negative or nan, or ``direction`` not one of 'both', 'remove', 'add'.
+        ParameterError : epsilon not real, nan or -inf, or ``direction`` not one of 'both', 'remove', 'add'.
         """
         scalar = np.ndim(epsilon) == 0
         out = np.exp(self.log_delta(epsilon, direction))
@@ -435,7 +436,8 @@ class Mechanism:
 
         Parameters
         ----------
-        delta : in (0, 1), or a 1-D array of such values.
+        delta : in [0, 1), or a 1-D array of such values; at 0 the answer is the largest privacy loss (inf where
+            the loss is unbounded or infinite with positive probability).
         direction : 'both' (the maximum over the two directions), 'remove' or 'add'.
 
         Returns
@@ -444,32 +446,36 @@ class Mechanism:
 
         Raises
         ------
-        ParameterError : delta not in (0, 1), ``direction`` not one of 'both', 'remove', 'add', or (a loss with
+        ParameterError : delta not in [0, 1), ``direction`` not one of 'both', 'remove', 'add', or (a loss with
             unbounded support) no epsilon below 1e6 reaches delta.
         """
         scalar = np.ndim(delta) == 0
         ds = np.atleast_1d(real_array("delta", delta))
         for d in ds:
-            check_finite_real("delta", d, low=0.0, high=1.0)
+            check_finite_real("delta", d, low=0.0, high=1.0, low_open=False)
         out = np.array([max(self.plrv(d).epsilon(float(x)) for d in self._dirs(direction)) for x in ds])
         return float(out[0]) if scalar else out
 
     def rdp(self, alpha: float, direction: str = "both") -> float:
-        """Renyi divergence of order alpha > 1 (max over directions): K(alpha - 1) / (alpha - 1).
+        """Renyi divergence of order alpha > 1 (max over directions): K(alpha - 1) / (alpha - 1), and at alpha = inf
+        the max-divergence, the largest privacy loss.
 
         Parameters
         ----------
-        alpha : the order, a real number above 1.
+        alpha : the order, a real number above 1, or inf.
         direction : 'both' (the maximum over the two directions), 'remove' or 'add'.
 
         Returns
         -------
-        The divergence; inf where the moment generating function diverges.
+        The divergence; inf where the moment generating function diverges (at alpha = inf: where the loss is
+        unbounded or infinite with positive probability).
 
         Raises
         ------
-        ParameterError : alpha not a real number above 1, or an unknown ``direction``.
+        ParameterError : alpha not a real number above 1 nor inf, or an unknown ``direction``.
         """
+        if isinstance(alpha, numbers.Real) and not isinstance(alpha, bool) and alpha == math.inf:
+            return max(self.plrv(d).largest_loss() for d in self._dirs(direction))
         a = check_finite_real("alpha", alpha, low=1.0)
         return max(self.plrv(d).cgf(a - 1.0) / (a - 1.0) for d in self._dirs(direction))
 

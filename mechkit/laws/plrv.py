@@ -16,7 +16,8 @@ from ..errors import NumericalLimitError, ParameterError, check_finite_real, rea
 
 
 def check_eps_array(epsilon: float | ArrayLike) -> np.ndarray:
-    """``epsilon`` as a 1-D float array of values in [0, inf].
+    """``epsilon`` as a 1-D float array of values in (-inf, inf]: the hockey-stick divergence is defined at every
+    real epsilon (at a negative one it is at least 1 - e^epsilon).
 
     Parameters
     ----------
@@ -28,12 +29,12 @@ def check_eps_array(epsilon: float | ArrayLike) -> np.ndarray:
 
     Raises
     ------
-    ParameterError : a value that is not real, negative or nan, or an empty array.
+    ParameterError : a value that is not real, nan or -inf, or an empty array.
     """
     eps = np.atleast_1d(real_array("epsilon", epsilon))
-    if np.any(np.isnan(eps)) or np.any(eps < 0):
-        bad = eps[np.isnan(eps) | (eps < 0)][0]
-        raise ParameterError(f"epsilon must lie in [0, inf], got {bad!r}")
+    bad = np.isnan(eps) | (eps == -np.inf)
+    if np.any(bad):
+        raise ParameterError(f"epsilon must lie in (-inf, inf], got {eps[bad][0]!r}")
     return eps
 
 
@@ -486,7 +487,7 @@ class PLRV:
 
         Parameters
         ----------
-        epsilon : in [0, inf], or a 1-D array of such values.
+        epsilon : in (-inf, inf], or a 1-D array of such values (negative values as dp_accounting allows).
 
         Returns
         -------
@@ -494,24 +495,36 @@ class PLRV:
 
         Raises
         ------
-        ParameterError : epsilon not real, negative or nan.
+        ParameterError : epsilon not real, nan or -inf.
         """
         eps = check_eps_array(epsilon)
         r = np.exp(self.log_hockey_stick(eps))
         return float(r[0]) if np.ndim(epsilon) == 0 else r
+
+    def largest_loss(self) -> float:
+        """The essential supremum of Z: the smallest epsilon with delta(epsilon) = 0, and the Renyi divergence of
+        order infinity of this direction; inf where Z is unbounded or has mass at +inf.
+
+        Returns
+        -------
+        The value (at least 0: E[Z] is a Kullback-Leibler divergence).
+        """
+        return math.inf if self.inf_mass > 0.0 else max(float(self.support[1]), 0.0)
 
     def epsilon(self, delta: float) -> float:
         """Smallest epsilon >= 0 with delta(epsilon) <= delta for this direction (inf when no finite one exists).
 
         Parameters
         ----------
-        delta : in (0, 1).
+        delta : in [0, 1); at 0 the answer is ``largest_loss()``.
 
         Raises
         ------
-        ParameterError : delta not in (0, 1), or (a loss with unbounded support) no epsilon below 1e6 reaches it.
+        ParameterError : delta not in [0, 1), or (a loss with unbounded support) no epsilon below 1e6 reaches it.
         """
-        d = check_finite_real("delta", delta, low=0.0, high=1.0)
+        d = check_finite_real("delta", delta, low=0.0, high=1.0, low_open=False)
+        if d == 0.0:
+            return self.largest_loss()
         logd = math.log(d)
         f = lambda e: float(self.log_hockey_stick(np.array([e]))[0]) - logd
         if f(0.0) <= 0:
