@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import brentq
 
 from ..engine.logspace import log1mexp
 from ..errors import NumericalLimitError, ParameterError, check_finite_real, real_array
@@ -548,5 +547,7 @@ class PLRV:
         def g(e):
             v = f(e)
             return v if math.isfinite(v) else -1e300
+
+        from scipy.optimize import brentq  # here: SciPy's optimize costs a bind ~0.3 s of imports
 
         return float(brentq(g, 0.0, hi, xtol=1e-13, rtol=8.9e-16, maxiter=500))
