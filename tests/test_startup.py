@@ -116,3 +116,8 @@ def test_numba_cache_probe_looks_only_inside_the_package(monkeypatch):
     pkg = ROOT / "mechkit"
     assert seen and all(pkg in f.resolve().parents for f in seen), seen
     assert {f.parent.name for f in seen} >= {"mechkit", "engine", "accountants", "spa"}
+
+
+def test_a_bind_imports_no_optimizer():
+    mods, _ = _modules_after("import mechkit as mk\nmk.gaussian(sigma=1.0).delta(1.0)")
+    assert "scipy.optimize" not in mods  # SciPy's optimize is imported where a curve is inverted
