@@ -2,9 +2,14 @@
 may use mechkit.
 
 ``ROOT``: the repository root; ``approx_dp_pair``: the canonical (eps0, delta0)-DP pair, a family whose privacy
-loss has a point mass at +inf (notes.md 1.1).
+loss has a point mass at +inf (notes.md 1.1); ``Reached``: counts how many examples of a Hypothesis property
+reach a check that some inputs skip, and fails the property when too few do.
 """
+import collections
+import functools
 from pathlib import Path
+
+import hypothesis
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,3 +27,47 @@ def approx_dp_pair():
     q = sp.Piecewise((0, sp.Eq(k, 0)), (lo, sp.Eq(k, 1)), (hi, sp.Eq(k, 2)), (d0, True))
     return mk.Mechanism.from_densities(p, q, k, domain=[0, 1, 2, 3], name="approx_dp",
                                        constraints={"delta0": "(0, 1)"})
+
+
+class Reached:
+    """Counts, for one Hypothesis property, the examples that reach each of its checks that some inputs skip (the
+    FFT refusing below its floor, no certificate issued, ...), so that a property that silently tests nothing fails.
+
+    ``Reached(fft=0.5)`` applied as the outermost decorator (above ``@given``): in the property, ``hit("fft")`` where
+    the check is made (a Hypothesis event too, shown by ``--hypothesis-show-statistics``); after the run the test fails
+    unless each label was reached by at least its share of the passing examples.  Shares, not counts: the same holds
+    under every Hypothesis profile (tests/conftest.py).  Inputs out of scope are ``assume``d away instead (Hypothesis
+    fails a property whose filter rejects too much).
+    """
+
+    def __init__(self, **min_share):
+        self.min_share = min_share
+        self.counts = collections.Counter()
+        self.runs = 0
+
+    def hit(self, label):
+        assert label in self.min_share, label
+        self.counts[label] += 1
+        hypothesis.event(f"reached: {label}")
+
+    def __call__(self, test):
+        inner = test.hypothesis.inner_test
+
+        @functools.wraps(inner)
+        def counted(*args, **kwargs):
+            inner(*args, **kwargs)
+            self.runs += 1                      # a passing example (not one rejected by assume)
+
+        test.hypothesis.inner_test = counted
+
+        @functools.wraps(test)
+        def run(*args, **kwargs):
+            self.counts.clear()
+            self.runs = 0
+            test(*args, **kwargs)
+            for label, share in self.min_share.items():
+                assert self.runs > 0 and self.counts[label] >= share * self.runs, (
+                    f"only {self.counts[label]} of {self.runs} examples reached {label!r} (at least {share:.0%} "
+                    "must): the property (almost) tests nothing there")
+
+        return run

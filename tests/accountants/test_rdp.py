@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 import mechkit as mk
 
 
-@settings(max_examples=20, deadline=None)
+@settings(deadline=None)
 @given(sigma=st.floats(0.5, 10.0), steps=st.integers(1, 5000), logd=st.floats(-12, -2))
 def test_rdp_bound_never_below_exact_gaussian_curve(sigma, steps, logd):
     delta = 10.0 ** logd

@@ -50,6 +50,7 @@ from hypothesis import Phase, event, given, settings, strategies as st
 from scipy import integrate
 
 import mechkit as mk
+from tests.helpers import Reached
 from tests.references import lattice as R
 
 EPS_ERROR = 0.01          # the FFT composer's default
@@ -568,8 +569,12 @@ def test_one_shot_directions_agree_with_the_reference(which):
 # 6. Random discrete Laplace compositions against the exact binomial sum
 
 
+_FFT_ANSWERED = Reached(fft=0.3)     # about half the examples are below the FFT's floor (it refuses there)
+
+
 # (the explain phase is left out: on a failure it re-runs the example hundreds of times, minutes here)
-@settings(max_examples=30, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink])
+@_FFT_ANSWERED
+@settings(deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink])
 @given(scale=st.floats(2.0, 40.0), k=st.integers(1, 300), log10_delta=st.floats(-11.0, -3.0))
 def test_random_discrete_laplace_fft_and_spa_contain_the_exact_epsilon(scale, k, log10_delta):
     delta = 10.0 ** log10_delta
@@ -592,6 +597,7 @@ def test_random_discrete_laplace_fft_and_spa_contain_the_exact_epsilon(scale, k,
         if delta - 2 * de - s > 0:
             assert est.upper <= ref.epsilon(delta - 2 * de - s)[1] + 2 * EPS_ERROR + 1e-9
         assert est.lower >= ref.epsilon(min(delta + 2 * de + s, 1.0))[0] - 2 * EPS_ERROR - 1e-9
+        _FFT_ANSWERED.hit("fft")
     est = comp.epsilon(delta, method="spa")
     event(f"spa: reliable={bool(est.details.get('reliable'))}")
     assert est.certified

@@ -3,7 +3,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings, strategies as st
+from hypothesis import assume, event, example, given, settings, strategies as st
 
 import mechkit as mk
 from mechkit import NumericalLimitError, ParameterError
@@ -11,6 +11,7 @@ from mechkit.accountants.spa import bounds as spa_bounds
 from mechkit.accountants.spa import formulas as spa_formulas
 from mechkit.accountants.spa import model as spa_model
 from mechkit.accountants.spa import search as spa_search
+from tests.helpers import Reached
 
 # notes.md 8.2: Poisson-subsampled Gaussian, sigma = 2, q = 0.01, delta = 1e-15 (mpmath, 20 digits)
 TRUTH = {1500: 1.655353471724, 1596: 1.706103109770, 1693: 1.755923500463, 1790: 1.804401046925,
@@ -59,16 +60,24 @@ def test_delta_of_truth_epsilon_is_1e_15():
     assert d.lower <= 0.9999999929e-15 <= d.upper
 
 
-@settings(max_examples=15, deadline=None)
+@settings(deadline=None)
 @given(mu=st.floats(0.05, 2.0), k=st.integers(2, 500), logd=st.floats(-100.0, -3.0))
 def test_gaussian_composition_bounds_contain_exact_gdp(mu, k, logd):
+    # the tilted sum is exactly Gaussian here, so containment alone is weak evidence: the estimate's error and the
+    # interval's width are bounded as well, by envelopes measured on 2026-11-25 over k in {2, ..., 500}, |log10 delta|
+    # = L in {3, ..., 100} and mu in {0.05, ..., 2} (the error shrinks fast with L; the width like 1/sqrt(k), the
+    # Berry-Esseen rate of the tilted law): estimate error <= 4.3e-4 (3/L)^4.3, upper bound <= 0.55 (3/L)^0.6/sqrt(k)
+    # above the truth, lower bound <= 1.83 sqrt(L/k) below it.  Limits: about 2x, 1.5x, 1.5x those
     run = mk.compose((mk.gaussian(sigma=1.0 / mu), k))
     total = mu * math.sqrt(k)
     d = 10.0 ** logd
     exact = mk.gdp.epsilon(total, d)
     e = run.epsilon(d, method="spa")
     assert e.lower <= exact * (1 + 1e-9) + 1e-12 and exact * (1 - 1e-9) - 1e-12 <= e.upper
-    assert float(e) == pytest.approx(exact, rel=2e-2, abs=1e-3)
+    L = -logd
+    assert float(e) == pytest.approx(exact, rel=1e-3 * (3 / L) ** 4, abs=1e-12)
+    assert e.upper <= exact * (1 + 0.83 * (3 / L) ** 0.6 / math.sqrt(k))
+    assert e.lower >= exact * (1 - 2.7 * math.sqrt(L / k))
     # mu-GDP is exact for Gaussians, and method='gdp' says so
     assert float(run.epsilon(d, method="gdp")) == pytest.approx(exact, rel=1e-9)
 
@@ -101,51 +110,148 @@ def test_randomized_response_against_binomial_sum(e0, k):
         assert d.lower <= exact <= d.upper
 
 
-@pytest.mark.parametrize("p,sigma,k,delta,regime", [
-    (0.05, 1.0, 200, 1e-5, True), (0.01, 2.0, 3000, 1e-5, True), (4e-3, 0.8, 1000, 1e-6, False),
-    (1e-3, 0.8, 100, 1e-7, False), (1e-3, 0.8, 1000, 1e-7, False), (1e-3, 0.8, 2000, 1e-7, False)])
-def test_spa_fft_and_rdp_are_consistent(p, sigma, k, delta, regime):
-    # notes.md 8.3 settings.  With a few expected sampled steps (p k ~ 1-4) the tilted sum is far from
-    # Gaussian: the SPA estimate is then off (by 9% to 85% in epsilon here), says so (reliable=False), and
-    # its certified bounds still hold.
+@pytest.mark.parametrize("p,sigma,k,delta,regime,truth,rel,over,under", [
+    # truth: notes.md 8.3 (FA, and PRV with eps_error 0.01: 5 digits) or None: the contour integral (both
+    # directions, tests/references/contour_mix.py), which gives 4.765919 and 0.807121 on the notes' rows too.
+    # Measured on 2026-11-25: estimate error 3.3e-6 / 2.5e-5 / 9.0% / 172% / 85% / 67%; upper bound 0.101 / 0.0123 /
+    # 0.458 / 2.98 / 1.64 / 1.36 above the truth; lower bound 0.442 / 0.0152 / 0.526 / 1 (0) / 0.711 / 0.612 below.
+    # Limits: 1.5x (estimate, over), the lower bound at least half its measured value (under <= (1 + m) / 2)
+    (0.05, 1.0, 200, 1e-5, True, 4.76592, 5e-6, 0.15, 0.73),
+    (0.01, 2.0, 3000, 1e-5, True, None, 3.8e-5, 0.019, 0.51),
+    (4e-3, 0.8, 1000, 1e-6, False, None, 0.14, 0.69, 0.77),
+    (1e-3, 0.8, 100, 1e-7, False, 0.44118, 2.6, 4.5, 1.0),
+    (1e-3, 0.8, 1000, 1e-7, False, 0.70371, 1.3, 2.5, 0.86),
+    (1e-3, 0.8, 2000, 1e-7, False, 0.80712, 1.0, 2.1, 0.81)])
+def test_spa_against_truths_and_consistent_with_fft_and_rdp(p, sigma, k, delta, regime, truth, rel, over, under):
+    # With a few expected sampled steps (p k ~ 1-4) the tilted sum is far from Gaussian: the SPA estimate is then
+    # off (by 9% to 172% in epsilon here), says so (reliable=False), and its certified bounds still hold.
     run = mk.compose((sg(sigma, p), k))
-    fft = run.epsilon(delta)
     spa = run.epsilon(delta, method="spa")
+    assert spa.details["reliable"] is regime
+    v = float(spa)
+    if truth is not None:          # 5 digits: +-5e-6
+        assert spa.lower <= truth + 5e-6 and truth - 5e-6 <= spa.upper
+        assert abs(v - truth) <= rel * truth
+        assert spa.upper <= truth * (1 + over) and spa.lower >= truth * (1 - under)
+    else:
+        from tests.references import contour_mix as C
+        ref = C.Composition((C.subsampled_gaussian(sigma, p), k))
+        # the truth lies within rel of the estimate (the sign of delta_true - delta at the ends of that band decides;
+        # no root search), so in [lower, upper] too where the band is; the widths relative to the band's ends
+        band = (v * (1 - rel), v * (1 + rel))
+        assert ref.epsilon_within(delta, *band)
+        assert spa.lower <= band[0] and band[1] <= spa.upper
+        assert spa.upper <= band[0] * (1 + over) and spa.lower >= band[1] * (1 - under)
+    # consistency with the FFT and RDP (not truths): the certified intervals intersect, RDP is an upper bound
+    fft = run.epsilon(delta)
     rdp = run.epsilon(delta, method="rdp")
     assert float(rdp) >= fft.lower
-    assert max(fft.lower, spa.lower) <= min(fft.upper, spa.upper)  # the certified intervals intersect
-    assert spa.lower <= float(fft) <= spa.upper
-    assert spa.details["reliable"] is regime
-    if regime:
-        assert fft.lower <= float(spa) <= fft.upper
+    assert max(fft.lower, spa.lower) <= min(fft.upper, spa.upper)
+
+
+def _inside(lower, value, upper, truth, rel, over, under, what):
+    """lower <= truth <= upper (the references are accurate to ~1e-10 relative: 1e-8 allowed), the estimate within
+    ``rel`` of the truth, and the widths: upper <= truth (1 + over), lower >= truth (1 - under)."""
+    assert lower <= truth * (1 + 1e-8) and truth * (1 - 1e-8) <= upper, (what, lower, truth, upper)
+    assert abs(value - truth) <= rel * truth, (what, value, truth)
+    assert upper <= truth * (1 + over) and lower >= truth * (1 - under), (what, lower, truth, upper)
 
 
 def test_heterogeneous_mix_and_both_directions():
+    # subsampled Gaussian x800 + Laplace x20 + Gaussian x5, both directions (the remove direction leads).  Truth:
+    # the contour integral of the product of the three mgfs (tests/references/contour_mix.py), each direction.
+    # Limits (here and below): the estimate's error and the upper bound's distance (over) 1.5x what was measured on
+    # 2026-11-25 (comments), the lower bound at least half its measured value (under <= (1 + measured) / 2; 1.0
+    # where the measured lower bound was 0).
+    from tests.references import contour_mix as C
     run = mk.compose((sg(1.0, 0.02), 800), (mk.laplace(scale=30.0), 20), (mk.gaussian(sigma=40.0), 5))
-    fft = run.delta([1.0, 2.0])
-    spa = run.delta([1.0, 2.0], method="spa")
-    for i in range(2):
-        assert spa.lower[i] <= fft.upper[i] and fft.lower[i] <= spa.upper[i]
-        assert float(spa[i]) == pytest.approx(float(fft[i]), rel=2e-2)
+    ref = C.Composition((C.subsampled_gaussian(1.0, 0.02), 800), (C.laplace(30.0), 20), (C.gaussian(40.0), 5))
+    eps = [1.0, 2.0]
+    spa = run.delta(eps, method="spa")
+    assert spa.certified and all(spa.details["reliable"])
+    for i, (e, rel, over, under) in enumerate(zip(eps, (8.5e-3, 4.5e-3), (0.97, 1.7), (0.84, 1.0))):
+        # measured: estimate 5.6e-3 / 2.9e-3 from the truth; over 0.647 / 1.14; under 0.676 / 1 (lower = 0)
+        _inside(spa.lower[i], float(spa[i]), spa.upper[i], ref.delta(e), rel, over, under, ("delta", e))
+    est = run.epsilon(1e-5, method="spa")
+    assert est.details["reliable"]
+    # the truth is inside [lower, upper] and within 1e-5 (measured 4.8e-6) of the estimate: checked by the sign of
+    # delta_true - 1e-5 at the ends (the curve is decreasing), no root search needed
+    v = float(est)
+    assert ref.epsilon_within(1e-5, est.lower, est.upper)
+    assert ref.epsilon_within(1e-5, v * (1 - 1e-5), v * (1 + 1e-5))
+    assert est.upper <= v * 1.13 and est.lower >= v * (1 - 0.63)          # measured 0.0896 / 0.262
+    # consistency with the FFT (not a truth): the two certified intervals intersect
+    fft = run.delta(eps)
+    assert np.all(spa.lower <= fft.upper) and np.all(fft.lower <= spa.upper)
+
+
+@pytest.mark.parametrize("case", ["gaussians", "gaussian_rr_dlap"])
+def test_heterogeneous_exact_mixes(case):
+    # (a) Gaussians of four sigmas: exactly mu-GDP with mu^2 = sum k_i / sigma_i^2 (mpmath closed form);
+    # (b) Gaussian x3 + randomized response x20 + discrete Laplace x50: exact by conditioning on the two binomial
+    #     laws (the contour reference, self-checked against that mpmath double sum to 1e-10).
+    # Limits as in the test above (measured values in the comments).  In (a) one component (sigma 0.5) carries half
+    # of mu^2, and the lower bound of epsilon stays at 14.2 at every delta.
+    from tests.references import contour_mix as C
+    from tests.references import mpmath_laws as R
+    if case == "gaussians":
+        run = mk.compose((mk.gaussian(sigma=1.0), 3), (mk.gaussian(sigma=2.0), 20), mk.gaussian(sigma=0.5),
+                         (mk.gaussian(sigma=7.0), 300))
+        mu = math.sqrt(3 + 20 / 4 + 4 + 300 / 49)
+        eps_of, delta_of = (lambda d: float(R.gdp_epsilon(mu, d))), (lambda e: float(R.gdp_delta(mu, e)))
+        # (rel, over, under); measured: estimate 6.6e-6 / 2.4e-7 / 2.4e-9, over 0.0381 / 0.0205 / 0.0085,
+        # under 0.464 / 0.630 / 0.782
+        eps_rows = {1e-5: (1e-5, 0.057, 0.73), 1e-12: (4e-7, 0.031, 0.82), 1e-40: (4e-9, 0.013, 0.89)}
+        # measured: estimate 1.4e-2 / 1.2e-2 / 1.1e-3, over 0.318 / 0.822 / 1.43, under 0.674 / 0.822 / 1
+        delta_rows = {5.0: (0.021, 0.48, 0.84), 10.0: (0.018, 1.3, 0.91), 20.0: (1.6e-3, 2.2, 1.0)}
+    else:
+        run = mk.compose((mk.gaussian(sigma=2.0), 3), (mk.randomized_response(0.3), 20),
+                         (mk.discrete_laplace(10.0), 50))
+        ref = C.Composition((C.gaussian(2.0), 3), (C.randomized_response(0.3), 20), (C.discrete_laplace(10.0), 50))
+        eps_of, delta_of = ref.epsilon, ref.delta
+        # measured: estimate 6.9e-6 / 1.7e-6, over 0.0445 / 0.0287, under 0.432 / 1 (lower = 0)
+        eps_rows = {1e-5: (1.1e-5, 0.067, 0.72), 1e-9: (2.5e-6, 0.043, 1.0)}
+        # measured: estimate 8.4e-3 / 6.0e-3 / 7.9e-4, over 0.539 / 0.736 / 1.27, under 0.525 / 0.723 / 1
+        delta_rows = {1.0: (0.013, 0.81, 0.77), 3.0: (9e-3, 1.1, 0.87), 6.0: (1.2e-3, 1.9, 1.0)}
+    for d, (rel, over, under) in eps_rows.items():
+        e = run.epsilon(d, method="spa")
+        assert e.certified and e.details["reliable"]
+        _inside(e.lower, float(e), e.upper, eps_of(d), rel, over, under, ("epsilon", d))
+    eps = list(delta_rows)
+    got = run.delta(eps, method="spa")
+    for i, (e, (rel, over, under)) in enumerate(delta_rows.items()):
+        _inside(got.lower[i], float(got[i]), got.upper[i], delta_of(e), rel, over, under, ("delta", e))
 
 
 def test_delta_near_one_and_estimates_inside_their_bounds():
     # near delta = 1 the MSD approximations can stay below delta at every tilt: the search used to fail with
-    # "did not converge"; an estimate outside its own certified interval is moved into it and flagged
+    # "did not converge"; an estimate outside its own certified interval is moved into it and flagged.
+    # Truth: the contour integral of both directions at k = 1e8 (tests/references/contour_mix.py; at 0.999999 its
+    # complement 1 - delta, the same integral left of the pole at 0): epsilon(0.999999) = 7757.73, and the SPA's
+    # intervals at 0.99 and 0.5 ([8066.78, 8080.72], [8379.86, 8380.53] on 2026-11-25) hold the truth
+    from tests.references import contour_mix as C
     run = mk.compose((sg(1.0, 0.01), 10 ** 8))
-    for d in (0.999999, 0.99, 0.5):
+    ref = C.Composition((C.subsampled_gaussian(1.0, 0.01), 10 ** 8))
+    for d, width in ((0.999999, None), (0.99, 2.6e-3), (0.5, 1.2e-4)):      # widths measured 1.7e-3 / 8.0e-5
         e = run.epsilon(d, method="spa")
         assert e.lower <= float(e) <= e.upper
-        assert e.upper > 7000  # the truth is about 8000 here: 0 only as a lower bound
+        assert ref.epsilon_within(d, e.lower, e.upper, near_one=d > 0.9999), (d, e.lower, e.upper)
+        if width is not None:
+            assert e.upper - e.lower <= width * e.upper
+        else:
+            # lower bound and estimate 0 (flagged), the upper bound 3.0% above the truth: the truth is within 4.5%
+            assert e.details["reliable"] is False
+            assert ref.epsilon_within(d, e.upper / 1.045, e.upper, near_one=True)
     rr = mk.compose((mk.randomized_response(1.0), 10)).epsilon(0.999999, method="spa")
     assert float(rr) == 0.0 and rr.lower == 0.0
 
 
 def test_errors():
     run = mk.compose((sg(), 100))
-    for bad in (0.0, 1.0, -1e-5, float("nan"), 2.0):
+    for bad in (1.0, -1e-5, float("nan"), 2.0):  # delta = 0 is answered: the largest loss (inf here)
         with pytest.raises(ParameterError, match="delta"):
             run.epsilon(bad, method="spa")
+    assert math.isinf(float(run.epsilon(0.0, method="spa")))
     with pytest.raises(ParameterError, match="epsilon"):
         run.delta(-1.0, method="spa")
     with pytest.raises(ParameterError, match="order"):
@@ -163,25 +269,70 @@ def test_point_mass_at_infinity_has_no_saddle_point():
         mk.compose((m, 10)).epsilon(1e-5, method="spa")
 
 
+_DP_SGD_REFERENCE = Reached(contour=0.5)
+
+
+@_DP_SGD_REFERENCE
 @settings(max_examples=10, deadline=None)
 @given(sigma=st.floats(0.6, 3.0), q=st.floats(0.005, 0.2), k=st.integers(50, 3000), logd=st.floats(-12.0, -4.0))
 @example(sigma=3.0, q=0.0078125, k=50, logd=-4.0)  # the CGF model's Taylor series gave K'' < 0 far out: exact values
 @example(sigma=1.03125, q=0.005859375, k=166, logd=-4.0)  # an MSD1 "root" on its singularity, flagged reliable
-def test_random_dp_sgd_intervals_intersect_fft(sigma, q, k, logd):
-    # the SPA's certified interval and the FFT's must intersect (both contain the truth), and the solver
-    # must converge (no NumericalLimitError) across the DP-SGD range
+@example(sigma=1.5, q=0.05, k=1000, logd=-12.0)  # the FFT refuses below its floor: the contour is the only reference
+def test_random_dp_sgd_intervals_hold_the_contour_truth(sigma, q, k, logd):
+    # the SPA's certified interval must hold the truth, the contour integral of both directions (tests/references/
+    # contour_mix.py), and the solver must converge (no NumericalLimitError) across the DP-SGD range.  Where the
+    # estimate says it is reliable and there are at least two expected sampled steps (q k >= 2), it lies within
+    # 3e-4 of the truth and the upper bound within 15% above it (measured on 2026-11-25 over 55 random draws in these
+    # ranges: at most 1.8e-4 and 9.8%, both at k = 50 and q k ~ 3; see test_reliable_flag_at_a_fraction_of_a_sampled_
+    # step for q k < 1).  With fewer than two expected sampled steps the contour integral converges slowly (seconds)
+    # or not at all, as where epsilon exceeds 1e4: there the FFT's certified interval stands in as a consistency
+    # check, where it answers; at least half the examples must reach the contour
+    from tests.references import contour_mix as C
     run = mk.compose((sg(sigma, q), k))
     d = 10.0 ** logd
     spa = run.epsilon(d, method="spa")
-    assert spa.lower <= float(spa) <= spa.upper
+    lo, v, up = spa.lower, float(spa), spa.upper
+    assert lo <= v <= up
+    ref = C.Composition((C.subsampled_gaussian(sigma, q), k))
     try:
-        fft = run.epsilon(d, eps_error=0.05)
-    except NumericalLimitError as exc:  # below the FFT's floating-point floor: it refuses and points here
-        assert "spa" in str(exc)
+        if q * k < 2:
+            raise C.NotConverged("fewer than two expected sampled steps")
+        band = (v * (1 - 3e-4), v * (1 + 3e-4))
+        if spa.details["reliable"]:
+            # the truth within 3e-4 of the estimate (the sign of delta_true - delta at the ends of the band decides),
+            # so inside [lower, upper] too where the band is
+            assert ref.epsilon_within(d, *band), v
+            assert up <= band[0] * 1.15
+        if not (spa.details["reliable"] and lo <= band[0] and band[1] <= up):
+            assert ref.epsilon_within(d, lo, up), (lo, up)
+    except C.NotConverged:
+        try:
+            fft = run.epsilon(d, eps_error=0.05)
+        except NumericalLimitError as exc:  # below the FFT's floating-point floor: it refuses and points here
+            assert "spa" in str(exc)
+            event("no reference: contour not converged, FFT below its floor")
+            return
+        event("consistency only: contour not converged, the FFT's interval")
+        assert max(fft.lower, lo) <= min(fft.upper, up) + 1e-9
         return
-    assert max(fft.lower, spa.lower) <= min(fft.upper, spa.upper) + 1e-9
-    if spa.details["reliable"]:
-        assert abs(float(spa) - float(fft)) <= 0.05 + 0.02 * float(fft)
+    _DP_SGD_REFERENCE.hit("contour")
+
+
+@pytest.mark.xfail(strict=True, reason="mechkit bug (estimate quality, not soundness): sigma 3, q 0.0078125, k 50 "
+                   "(0.39 expected sampled steps), delta 1e-4: the SPA estimate 0.03874 is flagged reliable "
+                   "(MSD1 correction 1.0088) but the truth is 0.043963 (contour integral; FFT [0.04296, 0.04497]): "
+                   "12% low in epsilon, 2.5x low in delta; the certified interval [0.0304, 0.0532] holds")
+def test_reliable_flag_at_a_fraction_of_a_sampled_step():
+    # README / docs/architecture.md: details["reliable"] says whether the expansion is in its regime, and is false
+    # for DP-SGD with a few expected sampled steps.  Truth: the contour integral, both directions (remove leads)
+    from tests.references import contour_mix as C
+    run = mk.compose((sg(3.0, 0.0078125), 50))
+    e = run.epsilon(1e-4, method="spa")
+    assert e.lower <= 0.043963 <= e.upper
+    if e.details["reliable"]:
+        # the truth within 5% above the estimate: the remove direction's delta there is at most 1e-4 (it is 1.7e-4)
+        ref = C.Direction([(C.subsampled_gaussian(3.0, 0.0078125), 50)], "remove")
+        assert ref.delta(float(e) * 1.05) <= 1e-4, float(e)
 
 
 # --------------------------------------------------------------------------------- the model and the exact passes
@@ -275,11 +426,20 @@ def test_cgf_with_a_bounded_domain_of_finiteness():
                                       name="laplace_two_scales")
     a, b = fam(), fam()
     assert math.isfinite(a.add.cgf(0.99)) and a.add.cgf(1.01) == math.inf
+    # truth: the contour integral of the closed-form mgf of the pair (tests/references/contour_mix.py, both
+    # directions; the add direction's tilt stays below 1): 180.19871 and 221.79820.  Measured on 2026-11-25:
+    # estimate 5.2e-6 / 4.4e-7 from it, upper bound 0.0208 / 0.0156 above, lower bound 0.141 / 0.301 below; limits
+    # 1.5x (estimate, upper), the lower bound at least half its measured value
+    from tests.references import contour_mix as C
+    ref = C.Composition((C.laplace_pair(1.0, 1.0, 0.0, 2.0), 200))
     mk.compose((b, 50)).epsilon(1e-5, method="spa")  # warms b's nodes up to the domain's end
-    for k, d in ((200, 1e-5), (200, 1e-10)):
+    for k, d, rel, over, under in ((200, 1e-5, 7.8e-6, 0.031, 0.58), (200, 1e-10, 6.6e-7, 0.023, 0.66)):
         f = mk.compose((a, k)).epsilon(d)
         sa, sb = (mk.compose((m, k)).epsilon(d, method="spa") for m in (a, b))
-        assert sa.lower <= f.upper and f.lower <= sa.upper
+        truth = ref.epsilon(d)
+        assert sa.lower <= truth <= sa.upper and abs(float(sa) - truth) <= rel * truth
+        assert sa.upper <= truth * (1 + over) and sa.lower >= truth * (1 - under)
+        assert sa.lower <= f.upper and f.lower <= sa.upper          # consistency with the FFT (not a truth)
         assert sa.lower <= float(sa) <= sa.upper
         for u, v in ((sa.value, sb.value), (sa.lower, sb.lower), (sa.upper, sb.upper)):
             assert u == pytest.approx(v, rel=1e-8)
@@ -288,21 +448,29 @@ def test_cgf_with_a_bounded_domain_of_finiteness():
 def test_either_direction_may_lead():
     # the remove direction is searched first, the add direction skipped where one exact evaluation certifies it
     # below.  Swapping p and q swaps the directions and leaves the answer (the max over both) unchanged: in one of
-    # the two compositions the add direction leads.  Both agree with the FFT's certified interval, and with each
-    # other to the searches' tolerances
+    # the two compositions the add direction leads.  Truth: the contour integral of the pair's closed-form mgf
+    # (tests/references/contour_mix.py), both directions: 42.689404 (36.306 in the other direction).  Measured on
+    # 2026-11-25: estimate 3.7e-6 from it, upper bound 0.0187 above, lower bound 0.0539 below; limits 1.5x
+    # (estimate, upper), the lower bound at least half its measured value.  The FFT's certified interval must meet
+    # it (consistency), and the two compositions agree to the searches' tolerances
     import sympy as sp
+
+    from tests.references import contour_mix as C
     x = sp.Symbol("x", real=True)
     lap = lambda b, s: sp.exp(-sp.Abs(x - b) / s) / (2 * s)
     fams = [mk.Mechanism.from_densities(p=lap(1, 4), q=lap(0, 5), var=x, name="laplace_scales_pq"),
             mk.Mechanism.from_densities(p=lap(0, 5), q=lap(1, 4), var=x, name="laplace_scales_qp")]
+    refs = [C.Composition((C.laplace_pair(1, 4, 0, 5), 300)), C.Composition((C.laplace_pair(0, 5, 1, 4), 300))]
     got = []
-    for fam in fams:
+    for fam, ref in zip(fams, refs):
         m = fam()
         assert m.epsilon(1e-3, direction="remove") != pytest.approx(m.epsilon(1e-3, direction="add"), rel=1e-2)
         run = mk.compose((m, 300))
         s, f = run.epsilon(1e-6, method="spa"), run.epsilon(1e-6)
+        truth = ref.epsilon(1e-6)
+        assert s.lower <= truth <= s.upper and abs(float(s) - truth) <= 5.5e-6 * truth
+        assert s.upper <= truth * (1 + 0.028) and s.lower >= truth * (1 - 0.53)
         assert s.lower <= f.upper and f.lower <= s.upper
-        assert float(s) == pytest.approx(float(f), rel=2e-2)
         got.append(s)
     a, b = got
     for u, v in ((a.value, b.value), (a.lower, b.lower), (a.upper, b.upper)):
@@ -450,12 +618,17 @@ def test_sp_clt_at_zero_variance_is_its_point_mass_limit(t, K1, eps):
     assert b["log_upper"] == math.inf and b["log_lower"] == -math.inf
 
 
-@settings(max_examples=25, deadline=None)
+_RR_ANSWERED = Reached(answered=0.5)
+
+
+@_RR_ANSWERED
+@settings(deadline=None)
 @given(e0=st.floats(0.05, 2.0), q=st.floats(0.001, 1.0), k=st.integers(1, 400), logd=st.floats(-70.0, -3.0))
 @example(e0=0.716, q=0.223, k=34, logd=math.log(3.49e-8))
 def test_random_randomized_response_bounds_bracket_the_exact_epsilon(e0, q, k, logd):
     # randomized response, plain (q = 1) or Poisson-subsampled, against the exact binomial sums: whatever path
-    # answers (saddle points, the point mass at the largest loss, or both), the bounds hold
+    # answers (saddle points, the point mass at the largest loss, or both), the bounds hold; at least half the
+    # examples must be answered (not refused)
     from scipy.optimize import brentq
     delta = math.exp(logd)
     m = mk.randomized_response(epsilon=e0) if q == 1.0 else mk.subsample(mk.randomized_response(epsilon=e0), q)
@@ -464,6 +637,7 @@ def test_random_randomized_response_bounds_bracket_the_exact_epsilon(e0, q, k, l
         e = run.epsilon(delta, method="spa")
     except NumericalLimitError as ex:  # allowed only with the message that names the largest loss
         assert "largest privacy loss" in str(ex)
+        event("refused: the largest privacy loss")
         return
     s_max = k * max(math.log((1 - q) + q * math.exp(e0)), -math.log((1 - q) + q * math.exp(-e0)))
     if _exact_rr_delta(e0, q, k, 0.0) <= delta:
@@ -473,6 +647,7 @@ def test_random_randomized_response_bounds_bracket_the_exact_epsilon(e0, q, k, l
     slack = 1e-9 * (1 + exact)
     assert e.lower - slack <= exact <= e.upper + slack
     assert e.upper <= s_max * (1 + 1e-12) + 1e-12
+    _RR_ANSWERED.hit("answered")
 
 
 def test_delta_near_the_largest_loss_from_the_point_mass():
@@ -528,7 +703,7 @@ def test_whole_line_tilted_moments_match_mpmath(sigma, q, direction, t):
     assert exact_abs3 * (1 - 1e-9) <= A <= exact_abs3 * (1 + 2e-3)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(deadline=None)
 @given(sigma=st.floats(0.5, 8.0), q=st.floats(0.001, 0.9), t=st.floats(0.01, 60.0),
        direction=st.sampled_from(["remove", "add"]))
 def test_whole_line_trapezoid_agrees_with_adaptive_gk(sigma, q, t, direction):
@@ -536,8 +711,7 @@ def test_whole_line_trapezoid_agrees_with_adaptive_gk(sigma, q, t, direction):
     # quadratures of the same tilted moments: they agree, and A stays an upper value
     p = mk.subsample(mk.gaussian(sigma=sigma), q).plrv(direction)
     v = p.cgf_vector(t, 4)
-    if not np.all(np.isfinite(v)) or not v[2] > 0:
-        return
+    assume(np.all(np.isfinite(v)) and v[2] > 0)
     a = p.tilted_abs3(t)
     v1, a1 = p.tilt_stats(t, float(v[1]), 4)
     assert abs(v1[0] - v[0]) <= 1e-9 * (1 + abs(v[0]))
@@ -582,13 +756,19 @@ def test_fused_single_piece_pass_equals_the_general_path():
             assert np.array_equal(v1, v2 * sign ** np.arange(n + 1)) and a1 == a2 and c1 == c2
 
 
-@settings(max_examples=12, deadline=None)
+_CERTIFIED = Reached(certified=0.5)
+
+
+@_CERTIFIED
+@settings(deadline=None)
 @given(sigma=st.floats(0.6, 4.0), q=st.floats(0.002, 0.3), k=st.integers(20, 3000), logd=st.floats(-10.0, -4.0),
        shift=st.floats(-0.3, 0.3))
 @example(sigma=2.0, q=0.01, k=100, logd=math.log10(1e-5), shift=0.0)  # certifies: the add direction is skipped
 def test_other_direction_certificate_at_its_gaussian_model_tilt_is_sound(sigma, q, k, logd, shift):
     # _below_at_guess certifies delta_add(eps) <= delta from one node near the add direction's own saddle point;
-    # where it does, the FFT's certified lower bound on the add direction's delta(eps) must not exceed delta
+    # where it does, the FFT's certified lower bound on the add direction's delta(eps) must not exceed delta.  The
+    # FFT composes the add direction alone, on a grid of at most 64 MiB (larger ones, at large epsilon, are out of
+    # scope: assumed away); at least half the examples must be certified and checked
     from mechkit.accountants import fft, spa
     run = mk.compose((sg(sigma, q), k))
     d = 10.0 ** logd
@@ -597,14 +777,17 @@ def test_other_direction_certificate_at_its_gaussian_model_tilt_is_sound(sigma, 
     add = spa.directions(run.items)[1]
     ok, _ = spa_bounds.below_at_guess(add, eps, math.log(d))
     if not ok:
+        event("not certified")
         return
     err = 0.01
     try:
-        grid, curves, slack = fft._curves(run.items, err, d * 1e-3, fft.DEFAULT_MEMORY_LIMIT)
-    except ParameterError:  # a grid beyond the memory limit (large epsilon): no FFT reference here
-        return
-    lower = float(curves["add"].delta(np.array([eps + err]))[0]) - d * 1e-3 - slack
+        grid = fft.plan(run.items, err, d * 1e-3, 64 << 20)
+    except ParameterError:
+        assume(False)
+    curve = fft.compose_direction(run.items, "add", grid, d * 1e-3)
+    lower = float(curve.delta(np.array([eps + err]))[0]) - d * 1e-3 - (curve.fp + curve.dropped)
     assert lower <= d * (1 + 1e-9)
+    _CERTIFIED.hit("certified")
 
 
 def test_certified_other_direction_is_skipped_at_about_one_sampled_step():
@@ -641,7 +824,7 @@ def test_linearised_polish_matches_the_exact_value_search(sigma, q, k, d):
     assert float(e) == pytest.approx(float(f), rel=1e-9)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=3 * settings.default.max_examples, deadline=None)  # 2 ms an example: three times the profile's
 @given(logt=st.floats(-2.0, 2.0), logk2=st.floats(-6.0, 3.0), k1=st.floats(-1.0, 50.0), k0=st.floats(-50.0, 50.0),
        loga=st.floats(-1.0, 3.0), logtarget=st.floats(-1.0, 2.5), which=st.sampled_from(["log_upper", "log_lower"]))
 def test_compiled_bound_crossing_brackets_the_python_bound(logt, logk2, k1, k0, loga, logtarget, which):

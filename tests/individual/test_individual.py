@@ -15,14 +15,19 @@ from mechkit.individual import filters, state
 from mechkit.errors import MechkitError, ParameterError
 
 DELTA = 1e-5
-HYP = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+HYP = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])   # the profile's examples (conftest.py)
 
 
 def run_steps(acc, mus):
-    """Feed a sequence of per-step mu arrays; return the per-step outputs of the filter (or None)."""
+    """Feed a sequence of per-step mu arrays; return per step the filter's output (active, scale), or for an
+    odometer (whose step returns None) its state after the step: (spent_sq, reported_mu), copies."""
     out = []
     for mu in mus:
-        out.append(acc.step(mu, return_scale=True) if isinstance(acc, filters._SquaredBudgetFilter) else acc.step(mu))
+        if isinstance(acc, filters._SquaredBudgetFilter):
+            out.append(acc.step(mu, return_scale=True))
+        else:
+            assert acc.step(mu) is None
+            out.append((acc.spent_sq.copy(), np.array(acc.reported_mu(), copy=True)))
     return out
 
 
@@ -70,10 +75,35 @@ def test_v4_filters_at_the_rdp_epsilon_of_420_steps():
 
 
 def test_v4_filters_at_epsilon_08():
+    # budget epsilon = 0.8 at delta = 1e-5, steps of mu = 0.01: each filter takes floor(cap / mu^2) full steps and one
+    # scaled step for the rest.  The caps, independently in mpmath: GDP, B^2 with B the mu of mu-GDP whose
+    # epsilon(1e-5) is 0.8 (tests/references/mpmath_laws.gdp_delta); RDP, the largest s = sum mu^2 with
+    # min_{alpha > 1} alpha s/2 + log(1 - 1/alpha) - (log delta + log alpha)/(alpha - 1) <= 0.8 (the improved
+    # conversion, minimised where its derivative s/2 + (log delta + log alpha)/(alpha - 1)^2 vanishes).
+    # (B^2 / mu^2 = 478.24 and s / mu^2 = 405.29: 479 and 406 active steps.)
+    import mpmath as mp
+
+    from tests.references import mpmath_laws as R
+    with mp.workdps(30):
+        d, e, mu2 = mp.mpf(DELTA), mp.mpf("0.8"), mp.mpf("0.01") ** 2
+        B = mp.findroot(lambda b: mp.log(R.gdp_delta(b, e, dps=30)) - mp.log(d), (mp.mpf("0.1"), mp.mpf("0.5")),
+                        solver="bisect")
+
+        def rdp_eps(s):
+            a = mp.findroot(lambda a: s / 2 + (mp.log(d) + mp.log(a)) / (a - 1) ** 2, (mp.mpf("1.5"), mp.mpf("1e4")),
+                            solver="bisect")
+            return a * s / 2 + mp.log(1 - 1 / a) - (mp.log(d) + mp.log(a)) / (a - 1)
+        cap_rdp = mp.findroot(lambda s: rdp_eps(s) - e, (mp.mpf("0.01"), mp.mpf("0.1")), solver="bisect")
+        want = []
+        for full in (B * B / mu2, cap_rdp / mu2):
+            frac = full - mp.floor(full)
+            assert 1e-6 < frac < 1 - 1e-6                       # not on a knife's edge: no rounding question
+            want.append(int(mp.floor(full)) + 1)
+    assert want == [479, 406]
     g, r = ind.GDPFilter(1, epsilon=0.8, delta=DELTA), ind.RDPFilter(1, epsilon=0.8, delta=DELTA)
     kg, _ = count_active_steps(g, 0.01)
     kr, _ = count_active_steps(r, 0.01)
-    assert (kg, kr) == (479, 406)
+    assert [kg, kr] == want
     assert kg / kr > 1.15
 
 
@@ -309,9 +339,9 @@ def test_save_load_is_bit_identical(tmp_path, make):
     restored = ind.load(path)
     assert type(restored) is type(ref) and restored.steps == 50
     out += run_steps(restored, mus[50:])
-    for a, b in zip(ref_out, out):
-        if a is not None:
-            assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    assert len(out) == len(ref_out) == 100
+    for a, b in zip(ref_out, out):          # every step, the odometers' included
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
     assert restored.steps == ref.steps == 100
     assert np.array_equal(restored.spent_sq, ref.spent_sq)
     assert np.array_equal(restored.epsilon(DELTA), ref.epsilon(DELTA))

@@ -3,7 +3,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import mechkit as mk
@@ -124,18 +124,27 @@ def test_varying_norms_within_the_bucketing_error(hetero):
         assert est.value[i] < 1.6 * float(exact)
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_PLANS = {}
+
+
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 2 ** 32 - 1), st.integers(1, 9), st.sampled_from([0.02, 0.1, 0.5]))
 def test_upper_bound_holds_for_the_example(seed, T, q):
+    # The grid plan (0.2 s) depends on q, z, the bucket grid, the error budgets and max_steps, not on the norms: it
+    # is shared between the examples of one q (were the private attribute renamed, each accountant would plan for
+    # itself: slower, the same results).  An example without a release is out of scope once its zero is checked.
     rng = np.random.default_rng(seed)
     z, C = 1.1, 1.0
     norms = C * rng.choice([0.0, 0.03, 0.3, 0.7, 1.0, 4.0], size=(T, 1)) * rng.uniform(0.5, 1.0, (T, 1))
-    acc = run(ipld.IndividualPLDAccountant(1, q, z, C, **OPTS), norms)
+    acc = ipld.IndividualPLDAccountant(1, q, z, C, max_steps=9, **OPTS)
+    if q in _PLANS:
+        acc._plan = _PLANS[q]
+    run(acc, norms)
     sig = ipld.effective_sigma(norms[:, 0], z, C)
     sig = sig[np.isfinite(sig)]
     if sig.size == 0:
         assert acc.epsilon(1e-4)[0] == 0
-        return
+    assume(sig.size > 0)
     exact = exact_composition(sig, q)
     for delta in (1e-2, 1e-4):
         est, ref = acc.epsilon(delta), exact.epsilon(delta, eps_error=EE, delta_error=DE)
@@ -146,6 +155,7 @@ def test_upper_bound_holds_for_the_example(seed, T, q):
         assert est.value[0] >= float(ref) - (est.value[0] - est.lower[0]) - (ref.upper - float(ref))
     dd, dref = acc.delta(0.2), exact.delta(0.2, eps_error=EE, delta_error=DE)
     assert dd.upper[0] >= dref.lower
+    _PLANS.setdefault(q, acc._plan)
 
 
 # --------------------------------------------------------------------------------------------------- the mu fit

@@ -37,7 +37,7 @@ def test_atom_at_plus_infinity():
     assert m.remove.sf(1e300) == pytest.approx(0.2)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(deadline=None)
 @given(sigma=st.floats(0.3, 5.0), q=st.floats(1e-3, 1.0), t=st.floats(-0.2, 4.0))
 def test_subsampled_gaussian_cdf_random(sigma, q, t):
     m = mk.subsample(mk.gaussian(sigma=sigma), q)

@@ -59,7 +59,7 @@ def test_cgf_directions_are_shifts_of_one_function():
     assert m.remove.cgf(-1.0) == pytest.approx(0.0, abs=1e-13)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(deadline=None)
 @given(sigma=st.floats(0.2, 20.0), eps=st.floats(0.0, 15.0))
 def test_gaussian_delta_matches_gdp(sigma, eps):
     m = mk.gaussian(sigma=sigma)
