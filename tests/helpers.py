@@ -7,6 +7,7 @@ reach a check that some inputs skip, and fails the property when too few do.
 """
 import collections
 import functools
+import math
 from pathlib import Path
 
 import hypothesis
@@ -71,3 +72,14 @@ class Reached:
                     "must): the property (almost) tests nothing there")
 
         return run
+
+
+def rr_delta(e0, k, eps):
+    """Exact delta(eps) of k-fold randomized response: L = e0 (2j - k), j ~ Binomial(k, e^e0/(1+e^e0))."""
+    p = math.exp(e0) / (1 + math.exp(e0))
+    tot = 0.0
+    for j in range(k + 1):
+        loss = e0 * (2 * j - k)
+        if loss > eps:
+            tot += math.comb(k, j) * p ** j * (1 - p) ** (k - j) * -math.expm1(eps - loss)
+    return tot

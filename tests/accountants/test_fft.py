@@ -9,18 +9,7 @@ from scipy.optimize import brentq
 import mechkit as mk
 from mechkit import NumericalLimitError, ParameterError
 from mechkit.accountants import fft
-from tests.helpers import Reached, approx_dp_pair
-
-
-def rr_delta(e0, k, eps):
-    """Exact delta(eps) of k-fold randomized response: L = e0 (2j - k), j ~ Binomial(k, e^e0/(1+e^e0))."""
-    p = math.exp(e0) / (1 + math.exp(e0))
-    tot = 0.0
-    for j in range(k + 1):
-        loss = e0 * (2 * j - k)
-        if loss > eps:
-            tot += math.comb(k, j) * p ** j * (1 - p) ** (k - j) * -math.expm1(eps - loss)
-    return tot
+from tests.helpers import Reached, approx_dp_pair, rr_delta
 
 
 @pytest.mark.parametrize("sigma,k", [(2.0, 1), (1.0, 30), (5.0, 1000)])

@@ -1,0 +1,31 @@
+"""The tails of a loss with atoms put each atom on the right side (P(Z > a) excludes the atom at a, P(Z <= a)
+includes it), checked at the atoms themselves against the atoms' probabilities; found by a mutation check, where a
+flipped side changed no privacy curve (the atom's term vanishes at eps = a) and one exact == 0.0 caught it."""
+import numpy as np
+import pytest
+
+import mechkit as mk
+from tests.helpers import approx_dp_pair
+
+
+@pytest.mark.parametrize("make", [lambda: mk.randomized_response(epsilon=0.7), lambda: mk.discrete_laplace(3.0),
+                                  lambda: mk.laplace(scale=1.3), lambda: mk.subsample(mk.randomized_response(1.0), 0.1),
+                                  lambda: approx_dp_pair()(eps0=0.5, delta0=1e-3)])
+def test_tails_at_the_atoms_put_the_atom_on_the_right_side(make):
+    # P(Z > a) excludes the atom at a and P(Z <= a) includes it, in both directions and under the dual measure.
+    # Every other test evaluates the tails away from the atoms (or through the hockey stick, which is continuous
+    # in eps: the atom at a contributes p_a (1 - e^(a - a)) = 0), so a swapped side went unnoticed but for one
+    # exact-zero assertion.
+    m = make()
+    for plrv in (m.remove, m.add, m.remove.dual, m.add.dual):
+        vals, probs = plrv.atoms()
+        fin = np.isfinite(vals)
+        a = vals[fin]
+        above = np.array([probs[vals > x].sum() for x in a])
+        cdf_atoms = np.array([probs[(vals <= x)].sum() for x in a])
+        sf, cdf = plrv.sf(a), plrv.cdf(a)
+        jump = cdf - (1.0 - plrv.sf(np.nextafter(a, -np.inf)))       # P(Z = a) = F(a) - F(a-)
+        np.testing.assert_allclose(jump, probs[fin], rtol=1e-9, atol=1e-15)
+        if not plrv.has_monotone_pieces:                             # purely atomic: tails are the sums
+            np.testing.assert_allclose(sf, above, rtol=1e-12, atol=1e-300)
+            np.testing.assert_allclose(cdf, cdf_atoms, rtol=1e-12, atol=1e-300)
