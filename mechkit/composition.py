@@ -154,7 +154,7 @@ class Composition:
     ParameterError : a count, or a merged total, that is not an integer in [1, 2**53] (``MAX_COUNT``).
     """
 
-    __slots__ = ("_items",)
+    __slots__ = ("_items", "_top")
 
     def __init__(self, items: Iterable[tuple[Mechanism, int]]) -> None:
         merged = {}
@@ -229,25 +229,36 @@ class Composition:
         return Estimate(math.inf, math.inf, math.inf, method, True,
                         {"note": note, "inf_mass": mass, "direction": direction})
 
-    def _largest_loss(self, method):
-        """epsilon at delta = 0: the largest composed privacy loss, the sum of the counted largest losses (the
-        essential supremum of a sum of independent variables), max over directions; exact up to rounding."""
+    def _largest(self):
+        """(value, lower, upper, direction) of the largest composed privacy loss: the sum of the counted largest
+        losses (the essential supremum of a sum of independent variables), max over directions; exact up to
+        rounding.  Computed once (the composition is immutable)."""
+        try:
+            return self._top
+        except AttributeError:
+            pass
         best, where = -math.inf, None
         for r in relations.DIRECTIONS:
             total = math.fsum(c * m.plrv(r).largest_loss() for m, c in self._items)
             if total > best:
                 best, where = total, r
         val = max(best, 0.0)
-        note = "delta = 0: epsilon is the largest privacy loss of the composition (inf where a loss is unbounded)"
-        if not math.isfinite(val):
-            return Estimate(val, val, val, method, True, {"note": note, "direction": where})
-        slack = ROUNDING_REL * (1 + self.total_count) * val  # each largest loss is a rounded double, k of them summed
-        return Estimate(val, max(val - slack, 0.0), val + slack, method, True, {"note": note, "direction": where})
+        # each largest loss is a rounded double, k of them summed
+        slack = ROUNDING_REL * (1 + self.total_count) * val if math.isfinite(val) else 0.0
+        top = (val, max(val - slack, 0.0), val + slack, where)
+        object.__setattr__(self, "_top", top)
+        return top
 
-    def _capped(self, est, method):
+    def _largest_loss(self, method):
+        """epsilon at delta = 0 as an ``Estimate`` (``_largest``), certified for every method."""
+        val, lo, up, where = self._largest()
+        note = "delta = 0: epsilon is the largest privacy loss of the composition (inf where a loss is unbounded)"
+        return Estimate(val, lo, up, method, True, {"note": note, "direction": where})
+
+    def _capped(self, est):
         """``est`` with its epsilon and upper bound at most the largest composed loss (delta is 0 there, for every
         method: a certified upper bound); where the accountant's answer was above it, ``details`` says so."""
-        top = self._largest_loss(method).upper
+        top = self._largest()[2]
         if not (top < est.upper or top < float(est)):
             return est
         v = min(float(est), top)
@@ -282,7 +293,7 @@ class Composition:
         def one(d):
             if d == 0.0:
                 return self._largest_loss(method)
-            return self._below_inf_mass(d, method) or self._capped(fn(self._items, d, **options), method)
+            return self._below_inf_mass(d, method) or self._capped(fn(self._items, d, **options))
 
         if np.ndim(delta) == 0:
             return one(check_real("delta", delta, low=0.0, high=1.0, low_open=False))

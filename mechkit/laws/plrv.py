@@ -529,9 +529,7 @@ class PLRV:
         if f(0.0) <= 0:
             return 0.0
         hi_support = self.support[1]
-        vals, probs = self.atoms()
-        inf_mass = float(probs[vals == np.inf].sum())
-        if inf_mass >= d:
+        if self.inf_mass >= d:
             return math.inf
         if math.isfinite(hi_support):
             hi = max(hi_support, 1e-12)
