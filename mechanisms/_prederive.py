@@ -1,7 +1,9 @@
 """Write the catalog's shipped derivations: ``python -m mechkit.mechanisms._prederive`` (or, in the source tree,
 ``python mechanisms/_prederive.py``).
 
-Every catalog family and its Poisson-subsampled family is derived (or loaded from the cache) and exported into
+Every catalog family, its Poisson-subsampled family and, for the additive-noise families (q symmetric about 0),
+its replace-one family and their subsampled families under replace-one (Poisson, without replacement) are derived
+(or loaded from the cache) and exported into
 ``mechanisms/_derived`` as one JSON file per family (structure, display expressions, generated module source);
 files of families no longer in the catalog, or of an older code version, are removed.  Run it after changing the
 catalog or the derivation code (the cache key hashes both: ``tests/laws/test_prederived.py`` says when).
@@ -12,16 +14,25 @@ import sys
 from pathlib import Path
 
 import mechkit as mk
+from mechkit.errors import ParameterError
 from mechkit.laws import catalog
+from mechkit.transforms import replace
 from mechkit.symbolic import codegen
 
 
 def families():
-    """Every family shipped pre-derived: the catalog's, and their subsampled families."""
+    """Every family shipped pre-derived: the catalog's, their subsampled families, and for additive noise the
+    replace-one families (module docstring)."""
     out = []
     for name in mk.CATALOG:
         fam = catalog.catalog(name).family
         out += [fam, mk.subsampled_family(fam)]
+        try:
+            replace.mirrored(fam)
+        except ParameterError:
+            continue
+        out += [replace.replace_one_family(fam), mk.subsampled_family(fam, "poisson", "replace_one"),
+                mk.subsampled_family(fam, "without_replacement", "replace_one")]
     return out
 
 

@@ -139,7 +139,33 @@ INF_MASS_MARGIN = 1e-12
 
 
 def _key(m):
-    return (m.family.key, tuple(m.theta.tolist()))
+    return (m.family.key, m.family.relation, m.family.one_sided, tuple(m.theta.tolist()))
+
+
+class _Reversed:
+    """The other orientation of a one-sided mechanism's pair (``Family.one_sided``): its remove PLRV is the
+    mechanism's add PLRV and the reverse.  A composition with one-sided mechanisms composes each one's run with
+    its reversed twin, i.e. both orientations of the pair in every run (docs/relations.md): a valid bound when the
+    orientation may change from run to run.  Accountants see only ``plrv``."""
+
+    __slots__ = ("mechanism",)
+
+    def __init__(self, mechanism):
+        self.mechanism = mechanism
+
+    def plrv(self, direction):
+        d = relations.check_direction(direction)
+        return self.mechanism.plrv(relations.ADD if d == relations.REMOVE else relations.REMOVE)
+
+    @property
+    def name(self):
+        return f"{self.mechanism.name}, reversed"
+
+
+ONE_SIDED_NOTE = ("a one-sided pair (sampling without replacement under replace-one) dominates only for e^eps >= 1: "
+                  "the estimate and upper bound compose both of its orientations in every run (valid however the "
+                  "worst datasets change from run to run; Lebeda et al. 2024), the lower bound one orientation in "
+                  "every run (attained); see docs/relations.md")
 
 
 class Composition:
@@ -151,10 +177,11 @@ class Composition:
 
     Raises
     ------
-    ParameterError : a count, or a merged total, that is not an integer in [1, 2**53] (``MAX_COUNT``).
+    ParameterError : a count, or a merged total, that is not an integer in [1, 2**53] (``MAX_COUNT``), or
+        mechanisms under different neighbouring relations.
     """
 
-    __slots__ = ("_items", "_top")
+    __slots__ = ("_items", "_top", "_acc")
 
     def __init__(self, items: Iterable[tuple[Mechanism, int]]) -> None:
         merged = {}
@@ -170,7 +197,21 @@ class Composition:
             if c > MAX_COUNT:
                 raise ParameterError(f"the total count of {m.name} is {c}; counts must be integers in "
                                      f"[1, 2**53 = {MAX_COUNT}]")
-        object.__setattr__(self, "_items", tuple((merged[k][0], merged[k][1]) for k in order))
+        found = {}
+        for k in order:
+            found.setdefault(merged[k][0].relation, merged[k][0])
+        if len(found) > 1:
+            which = "; ".join(f"{m.name} is for {r!r}" for r, m in found.items())
+            raise ParameterError(f"a composition cannot mix neighbouring relations ({which}): account every "
+                                 "mechanism under one relation, e.g. mk.replace_one(m) or mk.subsample(m, q, "
+                                 "relation='replace_one')")
+        items = tuple((merged[k][0], merged[k][1]) for k in order)
+        object.__setattr__(self, "_items", items)
+        # what the accountants compose: a one-sided mechanism run more than once also in its reversed orientation
+        acc = list(items)
+        if sum(c for _, c in items) > 1:
+            acc += [(_Reversed(m), c) for m, c in items if m.family.one_sided]
+        object.__setattr__(self, "_acc", tuple(acc))
 
     def __setattr__(self, name, value):
         raise AttributeError("a Composition is immutable; compose() a new one")
@@ -179,6 +220,16 @@ class Composition:
     def items(self) -> tuple[tuple[Mechanism, int], ...]:
         """((mechanism, count), ...), one entry per distinct mechanism."""
         return self._items
+
+    @property
+    def relation(self) -> str:
+        """The neighbouring relation of every mechanism in the composition: "add_remove" or "replace_one"."""
+        return self._items[0][0].relation
+
+    @property
+    def one_sided(self) -> bool:
+        """True where the accountants compose both orientations of a one-sided pair in every run (``_Reversed``)."""
+        return len(self._acc) > len(self._items)
 
     @property
     def total_count(self) -> int:
@@ -212,7 +263,7 @@ class Composition:
         """
         relations.check_direction(direction)
         log_finite = 0.0
-        for m, c in self._items:
+        for m, c in self._acc:
             a = m.plrv(direction).inf_mass
             if a > 0.0:
                 log_finite += c * math.log1p(-a) if a < 1.0 else -math.inf
@@ -239,12 +290,12 @@ class Composition:
             pass
         best, where = -math.inf, None
         for r in relations.DIRECTIONS:
-            total = math.fsum(c * m.plrv(r).largest_loss() for m, c in self._items)
+            total = math.fsum(c * m.plrv(r).largest_loss() for m, c in self._acc)
             if total > best:
                 best, where = total, r
         val = max(best, 0.0)
         # each largest loss is a rounded double, k of them summed
-        slack = ROUNDING_REL * (1 + self.total_count) * val if math.isfinite(val) else 0.0
+        slack = ROUNDING_REL * (1 + sum(c for _, c in self._acc)) * val if math.isfinite(val) else 0.0
         top = (val, max(val - slack, 0.0), val + slack, where)
         object.__setattr__(self, "_top", top)
         return top
@@ -293,7 +344,7 @@ class Composition:
         def one(d):
             if d == 0.0:
                 return self._largest_loss(method)
-            return self._below_inf_mass(d, method) or self._capped(fn(self._items, d, **options))
+            return self._below_inf_mass(d, method) or self._capped(self._answer(fn, d, options))
 
         if np.ndim(delta) == 0:
             return one(check_real("delta", delta, low=0.0, high=1.0, low_open=False))
@@ -327,8 +378,24 @@ class Composition:
         if np.any(np.isnan(eps)) or np.any(eps < 0) or np.any(np.isinf(eps)):
             bad = [e for e in eps.tolist() if not (0 <= e < math.inf)]
             raise ParameterError(f"epsilon must lie in [0, inf), got {bad[0]!r}")
-        res = fn(self._items, eps, **options)
+        res = self._answer(fn, eps, options)
         return res[0] if np.ndim(epsilon) == 0 else res
+
+    def _answer(self, fn, arg, options):
+        """The accountant's answer for the composition.  With one-sided pairs (``one_sided``): the estimate and
+        upper bound of both orientations composed in every run, and the lower bound of one orientation in every
+        run, a composition that a mechanism attains (each bound certified as the accountant certifies it)."""
+        est = fn(self._acc, arg, **options)
+        if not self.one_sided:
+            return est
+        low = fn(self._items, arg, **options)
+        details = {**est.details, "one_sided": ONE_SIDED_NOTE}
+        if isinstance(est, EstimateArray):
+            lower = np.minimum(np.asarray(low.lower), np.asarray(est.lower))
+            return EstimateArray(np.asarray(est), lower, est.upper, est.method, est.certified and low.certified,
+                                 details)
+        return Estimate(float(est), min(low.lower, est.lower), est.upper, est.method,
+                        est.certified and low.certified, details)
 
 
 def _as_items(obj):

@@ -1,13 +1,18 @@
-"""Neighbouring relations and the directions of a privacy loss, named once.
+"""Neighbouring relations, sampling schemes and the directions of a privacy loss, named once.
 
-A mechanism in mechkit is a dominating pair (P, Q) under the add/remove relation: P is the output distribution on
-the dataset *with* the individual, Q *without* it.  Its two privacy-loss random variables are the two directions:
+A mechanism in mechkit is a dominating pair (P, Q) under a neighbouring relation (``RELATIONS``):
+
+* ``ADD_REMOVE`` (the default): P is the output distribution on the dataset *with* the individual, Q *without* it;
+* ``REPLACE_ONE``: P and Q are the outputs on two datasets of the same size that differ in one individual's record.
+
+Its two privacy-loss random variables are the two directions:
 
 * ``REMOVE``: L = log p/q with the output drawn from P;
 * ``ADD``: log q/p with the output drawn from Q.
 
-A privacy curve under add/remove is the maximum over both directions (``BOTH``).  Substitution (replace one
-individual's record) and sampling schemes other than Poisson will be added here as relations and transforms.
+A privacy curve is the maximum over both directions (``BOTH``).  The sampling schemes (``SCHEMES``) are transforms
+of a mechanism (``mechkit.transforms``); docs/relations.md says which (scheme, relation) pairs exist, from which
+theorem, and when their per-step pairs may be composed.
 """
 from __future__ import annotations
 
@@ -20,6 +25,56 @@ BOTH = "both"
 DIRECTIONS = (REMOVE, ADD)
 #: what a query's ``direction`` argument accepts
 CHOICES = (BOTH, REMOVE, ADD)
+
+ADD_REMOVE = "add_remove"
+REPLACE_ONE = "replace_one"
+#: the neighbouring relations a mechanism's pair can be for
+RELATIONS = (ADD_REMOVE, REPLACE_ONE)
+
+POISSON = "poisson"
+WITHOUT_REPLACEMENT = "without_replacement"
+#: the sampling schemes of ``mechkit.subsample``
+SCHEMES = (POISSON, WITHOUT_REPLACEMENT)
+
+
+def check_relation(relation: str) -> str:
+    """``relation`` itself when it is one of ``RELATIONS``.
+
+    Parameters
+    ----------
+    relation : 'add_remove' or 'replace_one'.
+
+    Returns
+    -------
+    ``relation``.
+
+    Raises
+    ------
+    ParameterError : ``relation`` is not one of ``RELATIONS``.
+    """
+    if not isinstance(relation, str) or relation not in RELATIONS:
+        raise ParameterError(f"relation must be one of {RELATIONS}, got {relation!r}")
+    return relation
+
+
+def check_scheme(scheme: str) -> str:
+    """``scheme`` itself when it is one of ``SCHEMES``.
+
+    Parameters
+    ----------
+    scheme : 'poisson' or 'without_replacement'.
+
+    Returns
+    -------
+    ``scheme``.
+
+    Raises
+    ------
+    ParameterError : ``scheme`` is not one of ``SCHEMES``.
+    """
+    if not isinstance(scheme, str) or scheme not in SCHEMES:
+        raise ParameterError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
+    return scheme
 
 
 def directions(direction: str = BOTH) -> tuple[str, ...]:

@@ -16,6 +16,8 @@ PINNED = {
         "being reworked on the contour reference; about 0.8 s an example",
     "tests/individual/test_individual_pld_references.py::test_subsampled_random_examples_against_the_contour_reference":
         "about 2.5 s an example (the heterogeneous contour reference)",
+    "tests/transforms/test_relations_and_sampling.py::test_random_without_replacement_upper_bounds_hold_both_orientations":
+        "about 2 s an example (three two-run nested integrals by brute force)",
 }
 
 

@@ -56,22 +56,34 @@ class Family:
         ``(low, high, low_open, high_open)``.
     derived : symbol -> parameter-only expression, a constant evaluated at bind time (e.g. 1 - sampling_rate).
     defaults : parameter name -> default value.
+    relation : "add_remove" (default; p with the individual, q without) or "replace_one" (p, q on datasets that
+        differ in one record; the pair must dominate every ordered pair of such neighbours).
+    one_sided : True where the pair dominates only for e^epsilon >= 1 (in both orders of the neighbours), as the
+        pair of sampling without replacement under replace-one: compositions then compose both of its
+        orientations in every run (docs/relations.md).  Default False.
 
     Attributes
     ----------
-    name, var, p, q, parameters (tuple of Symbols, sorted by name), constants, constraints, defaults, spec.
+    name, var, p, q, parameters (tuple of Symbols, sorted by name), constants, constraints, defaults, spec,
+    relation, one_sided.
 
     Raises
     ------
     SpecificationError : var not a name or Symbol or absent from the densities, an expression that cannot be parsed,
-        an unsupported domain, a malformed constraint, constraints or defaults on unknown parameters.
+        an unsupported domain, a malformed constraint, constraints or defaults on unknown parameters, an unknown
+        relation.
     """
 
     def __init__(self, p: sp.Expr | str, q: sp.Expr | str, var: sp.Symbol | str, name: str | None = None,
                  domain: sp.Set | str | Iterable[float] | None = None,
                  constraints: dict[str, str | tuple] | None = None,
                  derived: dict[sp.Symbol, sp.Expr | str] | None = None,
-                 defaults: dict[str, float] | None = None) -> None:
+                 defaults: dict[str, float] | None = None, relation: str = relations.ADD_REMOVE,
+                 one_sided: bool = False) -> None:
+        if relation not in relations.RELATIONS:
+            raise SpecificationError(f"relation must be one of {relations.RELATIONS}, got {relation!r}")
+        self.relation = relation
+        self.one_sided = bool(one_sided)
         if isinstance(var, str):
             if not NAME_RE.match(var):
                 raise SpecificationError(f"var must be a name (a letter, then letters, digits or _), got {var!r}")
@@ -273,7 +285,8 @@ class Family:
         return np.array(theta, dtype=float)
 
     def __repr__(self):
-        return f"Family({self.name!r}, parameters={[s.name for s in self.parameters]})"
+        rel = "" if self.relation == relations.ADD_REMOVE else f", relation={self.relation!r}"
+        return f"Family({self.name!r}, parameters={[s.name for s in self.parameters]}{rel})"
 
 
 class Mechanism:
@@ -301,7 +314,7 @@ class Mechanism:
     @staticmethod
     def from_densities(p: sp.Expr | str, q: sp.Expr | str, var: sp.Symbol | str, name: str | None = None,
                        domain: sp.Set | str | Iterable[float] | None = None, constraints: dict | None = None,
-                       defaults: dict | None = None) -> Family:
+                       defaults: dict | None = None, relation: str = relations.ADD_REMOVE) -> Family:
         """A ``Family`` from the densities p (with the individual) and q (without) of the output ``var``.
 
         Parameters
@@ -314,6 +327,8 @@ class Mechanism:
             integer var) or a finite set of numbers (pmfs).
         constraints : ranges of parameters beyond their SymPy assumptions, e.g. ``{"q": "(0, 1]"}``.
         defaults : default parameter values.
+        relation : "add_remove" (default: p with the individual, q without) or "replace_one" (p and q on two
+            datasets that differ in one record; the pair must dominate every ordered pair of such neighbours).
 
         Returns
         -------
@@ -322,9 +337,11 @@ class Mechanism:
         Raises
         ------
         SpecificationError : an expression that cannot be parsed or uses what is not allowed (naming it), var
-            absent from the densities, an unsupported domain, constraints or defaults on unknown parameters.
+            absent from the densities, an unsupported domain, constraints or defaults on unknown parameters, an
+            unknown relation.
         """
-        return Family(p, q, var, name=name, domain=domain, constraints=constraints, defaults=defaults)
+        return Family(p, q, var, name=name, domain=domain, constraints=constraints, defaults=defaults,
+                      relation=relation)
 
     def __init__(self, family: Family, values: dict[str, float], theta: ArrayLike | None = None,
                  _explain: bool = True) -> None:
@@ -365,8 +382,14 @@ class Mechanism:
         args = ", ".join(f"{k}={v:g}" for k, v in self.params.items())
         return f"{self.family.name}({args})"
 
+    @property
+    def relation(self) -> str:
+        """The neighbouring relation the mechanism's pair is for: "add_remove" or "replace_one"."""
+        return self.family.relation
+
     def __repr__(self):
-        return f"<Mechanism {self.name}>"
+        rel = "" if self.relation == relations.ADD_REMOVE else f" ({self.relation})"
+        return f"<Mechanism {self.name}{rel}>"
 
     def plrv(self, direction: str) -> PLRV:
         """The PLRV of ``direction``.
@@ -385,8 +408,6 @@ class Mechanism:
         """
         return self.remove if relations.check_direction(direction) == relations.REMOVE else self.add
 
-    def _dirs(self, direction):
-        return relations.directions(direction)
 
     # -- one-shot privacy curve ------------------------------------------------------------------
     def log_delta(self, epsilon: float | ArrayLike, direction: str = "both") -> np.ndarray:
@@ -407,7 +428,7 @@ class Mechanism:
         """
         eps = check_eps_array(epsilon)
         out = np.full(eps.shape, -np.inf)
-        for d in self._dirs(direction):
+        for d in relations.directions(direction):
             out = np.maximum(out, self.plrv(d).log_hockey_stick(eps))
         return out
 
@@ -453,7 +474,7 @@ class Mechanism:
         ds = np.atleast_1d(real_array("delta", delta))
         for d in ds:
             check_finite_real("delta", d, low=0.0, high=1.0, low_open=False)
-        out = np.array([max(self.plrv(d).epsilon(float(x)) for d in self._dirs(direction)) for x in ds])
+        out = np.array([max(self.plrv(d).epsilon(float(x)) for d in relations.directions(direction)) for x in ds])
         return float(out[0]) if scalar else out
 
     def rdp(self, alpha: float, direction: str = "both") -> float:
@@ -475,9 +496,9 @@ class Mechanism:
         ParameterError : alpha not a real number above 1 nor inf, or an unknown ``direction``.
         """
         if isinstance(alpha, numbers.Real) and not isinstance(alpha, bool) and alpha == math.inf:
-            return max(self.plrv(d).largest_loss() for d in self._dirs(direction))
+            return max(self.plrv(d).largest_loss() for d in relations.directions(direction))
         a = check_finite_real("alpha", alpha, low=1.0)
-        return max(self.plrv(d).cgf(a - 1.0) / (a - 1.0) for d in self._dirs(direction))
+        return max(self.plrv(d).cgf(a - 1.0) / (a - 1.0) for d in relations.directions(direction))
 
 
 def _undefined(family, values, theta, exc):

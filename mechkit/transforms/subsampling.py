@@ -1,73 +1,133 @@
-"""Transforms that map a mechanism to a new symbolic family, so the same derivation applies.
+"""Sampling schemes as transforms that map a mechanism to a new symbolic family, so the same derivation applies.
 
-``subsample(m, q)``: Poisson subsampling at rate q under add/remove.  With the individual, the output is
-drawn from P with probability q and from Q otherwise, so the pair is ((1-q) Q + q P, Q); both of its
-directions are available as ``.remove`` and ``.add`` like for any mechanism.
+``subsample(m, q, scheme, relation)``, with r = q the sampling rate (docs/relations.md has the theorems and what
+may be composed):
+
+* Poisson, add/remove (the default): each record is in the batch with probability r.  With the individual the
+  output is drawn from P with probability r and from Q otherwise: the pair ((1-r) Q + r P, Q) (Zhu, Dong, Wang
+  2022, Theorem 9 for the remove direction; the add direction is the same pair read the other way).
+* Poisson, replace-one: the pair ((1-r) Q + r P, (1-r) Q + r P~) with P~(x) = P(-x), the record replaced by one at
+  the opposite bound (dp_accounting's REPLACE adjacency; Koskela, Jalko, Honkela 2020, section 6.2); made from an
+  additive-noise add/remove pair (``transforms.replace``).  The pair is symmetric, so it dominates in both orders.
+* Sampling without replacement (a batch of fixed size b drawn uniformly from n records, r = b/n), replace-one:
+  the pair ((1-r) Q' + r P', Q') from the replace-one pair (P', Q') of the mechanism (Zhu, Dong, Wang 2022,
+  Theorem 10).  It dominates every ordered pair of neighbours for hockey-stick orders e^epsilon >= 1 only, so the
+  family is ``one_sided``: the one-step curve is exact, and compositions compose both orientations in every run
+  (Lebeda, Regehr, Kamath, Steinke 2024: the worst-case datasets of one run need not stay worst under composition).
 """
 from __future__ import annotations
 
 import sympy as sp
 
+from .. import relations
 from ..errors import ParameterError, check_real
 from ..laws.family import Family, Mechanism
+from .replace import family_domain, mirrored
 
 RATE = sp.Symbol("sampling_rate", positive=True)
 RATE_C = sp.Symbol("sampling_rate_complement", nonnegative=True)  # 1 - RATE, known non-negative
 _SUBSAMPLED = {}
 
 
-def subsampled_family(family: Family) -> Family:
-    """The symbolic family of Poisson-subsampled ``family``: the pair ((1 - r) q + r p, q) with the extra parameter
-    ``sampling_rate`` = r in (0, 1]; made once per family object.
+def _names(family, scheme, relation):
+    suffix = "" if (scheme, relation) == (relations.POISSON, relations.ADD_REMOVE) else f"_{scheme}_{relation}"
+    return f"subsampled_{family.name}{suffix}"
+
+
+def _pair(family, scheme, relation):
+    """(p, q, one_sided) of the subsampled pair (module docstring), or a ``ParameterError`` for a combination that
+    does not exist."""
+    if family.one_sided:
+        raise ParameterError(f"{family.name} is one-sided (sampling without replacement); it cannot be subsampled")
+    if scheme == relations.POISSON:
+        if relation == relations.ADD_REMOVE:
+            if family.relation != relations.ADD_REMOVE:
+                raise ParameterError(f"{family.name} is a pair for {family.relation!r}: Poisson subsampling under "
+                                     "add/remove needs the mechanism's add/remove pair")
+            return RATE_C * family.q + RATE * family.p, family.q, False
+        try:
+            p_mirror = mirrored(family)
+        except ParameterError as exc:
+            raise ParameterError(f"Poisson subsampling under replace-one needs the add/remove pair of an "
+                                 f"additive-noise mechanism (the record sampled on one side only): {exc}") from None
+        return RATE_C * family.q + RATE * family.p, RATE_C * family.q + RATE * p_mirror, False
+    if relation == relations.ADD_REMOVE:
+        raise ParameterError("sampling without replacement draws a batch of fixed size b from n records, so its "
+                             "neighbours have the same size: it is defined under relation='replace_one' (with "
+                             "sampling rate b/n); for add/remove use scheme='poisson'")
+    if family.relation == relations.REPLACE_ONE:
+        p1, q1 = family.p, family.q
+    else:
+        p1, q1 = family.p, mirrored(family)
+    return RATE_C * q1 + RATE * p1, q1, True
+
+
+def subsampled_family(family: Family, scheme: str = relations.POISSON,
+                      relation: str = relations.ADD_REMOVE) -> Family:
+    """The symbolic family of ``family`` subsampled by ``scheme`` under ``relation`` (module docstring), with the
+    extra parameter ``sampling_rate`` = r in (0, 1]; made once per family, scheme and relation.
 
     Parameters
     ----------
     family : the ``Family`` to subsample (its constraints, defaults and derived constants are kept).
+    scheme : "poisson" (default) or "without_replacement".
+    relation : "add_remove" (default) or "replace_one": the relation of the subsampled mechanism.
 
     Returns
     -------
-    The family ``subsampled_<name>``.
+    The family ``subsampled_<name>`` (Poisson, add/remove) or ``subsampled_<name>_<scheme>_<relation>``.
 
     Raises
     ------
-    ParameterError : ``family`` is already subsampled (it has a ``sampling_rate`` parameter).
+    ParameterError : an unknown scheme or relation, a combination that does not exist (without replacement under
+        add/remove), a family already subsampled, or a pair of the wrong relation for the combination.
     """
-    key = id(family)
+    relations.check_scheme(scheme)
+    relations.check_relation(relation)
+    key = (id(family), scheme, relation)
     if key not in _SUBSAMPLED:
         if RATE in family.parameters:
             raise ParameterError("the family is already subsampled; compose the rates instead")
-        p2 = RATE_C * family.q + RATE * family.p
-        dom = family.spec
-        domain = (sp.FiniteSet(*dom.points) if dom.kind == "finite" else
-                  sp.Integers if dom.kind == "integers" else sp.Interval(dom.lo, dom.hi))
+        p2, q2, one_sided = _pair(family, scheme, relation)
         # the family's own derived constants (e.g. the discrete Gaussian's normalising Sum, extracted as _const0)
         # stay constants of the subsampled family: evaluated at bind time, never parameters
         derived = {RATE_C: 1 - RATE, **dict(family.constants)}
-        _SUBSAMPLED[key] = (family, Family(p2, family.q, family.var, name=f"subsampled_{family.name}",
-                                           domain=domain, constraints={**family.constraints, "sampling_rate": "(0, 1]"},
-                                           derived=derived, defaults=family.defaults))
+        _SUBSAMPLED[key] = (family, Family(p2, q2, family.var, name=_names(family, scheme, relation),
+                                           domain=family_domain(family),
+                                           constraints={**family.constraints, "sampling_rate": "(0, 1]"},
+                                           derived=derived, defaults=family.defaults, relation=relation,
+                                           one_sided=one_sided))
     return _SUBSAMPLED[key][1]
 
 
-def subsample(mechanism: Mechanism, q: float) -> Mechanism:
-    """Poisson subsampling of a bound mechanism at rate q.
+def subsample(mechanism: Mechanism, q: float, scheme: str = relations.POISSON,
+              relation: str = relations.ADD_REMOVE) -> Mechanism:
+    """A bound mechanism subsampled at rate q by ``scheme``, accounted under ``relation``.
 
     Parameters
     ----------
     mechanism : the bound ``Mechanism`` (not itself subsampled).
-    q : the sampling rate, in (0, 1].
+    q : the sampling rate, in (0, 1]: the probability that a record is in the batch (Poisson), or b/n for a
+        batch of b records drawn without replacement from n.
+    scheme : "poisson" (default) or "without_replacement".
+    relation : "add_remove" (default; Poisson only) or "replace_one".
 
     Returns
     -------
-    The mechanism of ``subsampled_family(mechanism.family)`` at the same parameter values and ``sampling_rate=q``.
+    The mechanism of ``subsampled_family(mechanism.family, scheme, relation)`` at the same parameter values and
+    ``sampling_rate=q``; its ``relation`` is ``relation``.
 
     Raises
     ------
-    ParameterError : ``mechanism`` is not a ``Mechanism`` or is already subsampled, or q is not a number in (0, 1].
+    ParameterError : ``mechanism`` is not a ``Mechanism`` or is already subsampled, q is not a number in (0, 1],
+        an unknown scheme or relation, or a combination that does not exist for this mechanism (the message says
+        which exist).
     SpecificationError, DerivationError : as ``Family.__call__`` for the subsampled pair.
     """
     if not isinstance(mechanism, Mechanism):
         raise ParameterError(f"subsample expects a Mechanism, got {type(mechanism).__name__}")
+    relations.check_scheme(scheme)
+    relations.check_relation(relation)
     rate = check_real("q", q, low=0.0, high=1.0, high_open=False)
-    fam = subsampled_family(mechanism.family)
+    fam = subsampled_family(mechanism.family, scheme, relation)
     return fam(**mechanism.params, sampling_rate=rate)

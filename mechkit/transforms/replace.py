@@ -1,0 +1,123 @@
+"""The replace-one relation as a transform: ``replace_one(m)`` turns an additive-noise mechanism's add/remove pair
+into its replace-one pair.
+
+Convention (dp_accounting's REPLACE adjacency): the add/remove pair of an additive-noise query is (P, Q) with Q
+the noise, symmetric about 0, and P the noise shifted by the contribution bound (``sensitivity``).  Replacing one
+record by another moves the query by up to twice that bound, and the worst pair is the noise shifted by +bound
+against the noise shifted by -bound: (p(x), p(-x)).  mechkit checks that Q is symmetric (q(-x) = q(x) on a
+symmetric domain); whether the mechanism really is an additive-noise query is the user's statement, as its
+sensitivity is.  A pair written for replace-one directly is declared with
+``Mechanism.from_densities(..., relation="replace_one")``.
+"""
+from __future__ import annotations
+
+import sympy as sp
+
+from .. import relations
+from ..errors import ParameterError
+from ..laws.family import Family, Mechanism
+
+_REPLACED = {}
+
+
+def family_domain(family: Family) -> sp.Set:
+    """The family's output domain as a SymPy set (what ``Family(domain=...)`` takes back).
+
+    Parameters
+    ----------
+    family : a ``Family``.
+
+    Returns
+    -------
+    A ``FiniteSet``, ``Integers`` or ``Interval``.
+    """
+    dom = family.spec
+    return (sp.FiniteSet(*dom.points) if dom.kind == "finite" else
+            sp.Integers if dom.kind == "integers" else sp.Interval(dom.lo, dom.hi))
+
+
+def mirrored(family: Family) -> sp.Expr:
+    """p(-x): the with-the-individual density of an additive-noise family reflected about 0, after checking that
+    the family is under add/remove and its q is symmetric about 0 on a symmetric domain.
+
+    Parameters
+    ----------
+    family : an add/remove ``Family`` whose q is the noise (q(-x) = q(x)).
+
+    Returns
+    -------
+    The expression p(-x).
+
+    Raises
+    ------
+    ParameterError : the family is not under add/remove, or q is not symmetric about 0 (naming what to do instead).
+    """
+    if family.relation != relations.ADD_REMOVE:
+        raise ParameterError(f"{family.name} is already a pair for {family.relation!r}; the replace-one pair is "
+                             "made from an add/remove pair")
+    x, spec = family.var, family.spec
+    if spec.kind == "finite":
+        symmetric_domain = {float(v) for v in spec.points} == {-float(v) for v in spec.points}
+    elif spec.kind == "integers":
+        symmetric_domain = True
+    else:
+        lo, hi = sp.sympify(spec.lo), sp.sympify(spec.hi)
+        symmetric_domain = (lo == -hi) or sp.simplify(lo + hi) == 0
+    if not symmetric_domain or sp.simplify(family.q.subs(x, -x) - family.q) != 0:
+        raise ParameterError(
+            f"the replace-one pair of {family.name} is made for additive noise: q must be symmetric about 0 "
+            f"(q(-{x}) = q({x}) on a symmetric domain), and q = {family.q} is not; write the replace-one pair with "
+            "Mechanism.from_densities(p, q, var, relation='replace_one')")
+    return family.p.subs(x, -x)
+
+
+def replace_one_family(family: Family) -> Family:
+    """The replace-one family of an additive-noise add/remove family: the pair (p(x), p(-x)) (module docstring);
+    made once per family object.
+
+    Parameters
+    ----------
+    family : an add/remove ``Family`` whose q is symmetric about 0.
+
+    Returns
+    -------
+    The family ``<name>_replace_one`` with ``relation == "replace_one"`` and the same parameters.
+
+    Raises
+    ------
+    ParameterError : as ``mirrored``.
+    """
+    key = id(family)
+    if key not in _REPLACED:
+        p_mirror = mirrored(family)
+        fam = Family(family.p, p_mirror, family.var, name=f"{family.name}_replace_one", domain=family_domain(family),
+                     constraints=dict(family.constraints), derived=dict(family.constants),
+                     defaults=family.defaults, relation=relations.REPLACE_ONE)
+        _REPLACED[key] = (family, fam)
+    return _REPLACED[key][1]
+
+
+def replace_one(mechanism: Mechanism) -> Mechanism:
+    """The mechanism under the replace-one relation: for an additive-noise mechanism whose add/remove pair is
+    (noise shifted by the contribution bound, noise), the pair (p(x), p(-x)) of a record replaced by one at the
+    opposite bound (dp_accounting's convention; module docstring).  A mechanism already under replace-one is
+    returned as it is.
+
+    Parameters
+    ----------
+    mechanism : a bound ``Mechanism``.
+
+    Returns
+    -------
+    The ``Mechanism`` of ``replace_one_family(mechanism.family)`` at the same parameter values.
+
+    Raises
+    ------
+    ParameterError : not a ``Mechanism``, or its q is not symmetric about 0 (``mirrored``).
+    SpecificationError, DerivationError : as ``Family.__call__`` for the new pair.
+    """
+    if not isinstance(mechanism, Mechanism):
+        raise ParameterError(f"replace_one expects a Mechanism, got {type(mechanism).__name__}")
+    if mechanism.relation == relations.REPLACE_ONE:
+        return mechanism
+    return replace_one_family(mechanism.family)(**mechanism.params)
