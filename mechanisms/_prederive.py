@@ -1,9 +1,9 @@
 """Write the catalog's shipped derivations: ``python -m mechkit.mechanisms._prederive`` (or, in the source tree,
 ``python mechanisms/_prederive.py``).
 
-Every catalog family, its Poisson-subsampled family and, for the additive-noise families (q symmetric about 0),
-its replace-one family and their subsampled families under replace-one (Poisson, without replacement) are derived
-(or loaded from the cache) and exported into
+Every catalog family, for an add/remove family its Poisson-subsampled family and, for the additive-noise
+families (q symmetric about 0), its replace-one family and their subsampled families under replace-one (Poisson,
+without replacement) are derived (or loaded from the cache) and exported into
 ``mechanisms/_derived`` as one JSON file per family (structure, display expressions, generated module source);
 files of families no longer in the catalog, or of an older code version, are removed.  Run it after changing the
 catalog or the derivation code (the cache key hashes both: ``tests/laws/test_prederived.py`` says when).
@@ -26,7 +26,10 @@ def families():
     out = []
     for name in mk.CATALOG:
         fam = catalog.catalog(name).family
-        out += [fam, mk.subsampled_family(fam)]
+        out.append(fam)
+        if fam.relation != "add_remove":
+            continue
+        out.append(mk.subsampled_family(fam))
         try:
             replace.mirrored(fam)
         except ParameterError:

@@ -23,7 +23,7 @@ _LAZY = {
     "Family": ("laws.family", "Family"), "Mechanism": ("laws.family", "Mechanism"), "PLRV": ("laws.plrv", "PLRV"),
     "catalog": ("laws.catalog", "catalog"),
     "subsample": ("transforms", "subsample"), "subsampled_family": ("transforms", "subsampled_family"),
-    "replace_one": ("transforms", "replace_one"),
+    "replace_one": ("transforms", "replace_one"), "with_relation": ("transforms", "with_relation"),
     "gdp": ("accountants.gdp", None), "rdp": ("accountants.rdp", None),
     "individual": ("individual", None), "individual_pld": ("individual.pld", None),
     "GDPFilter": ("individual", "GDPFilter"), "AdaptiveGDPFilter": ("individual", "AdaptiveGDPFilter"),
@@ -55,7 +55,8 @@ def __dir__():
 
 
 __all__ = ["compose", "Composition", "Estimate", "EstimateArray", "rdp", "Family", "Mechanism", "PLRV", "subsample",
-           "subsampled_family", "replace_one", "gdp", "catalog", *CATALOG, "MechkitError", "SpecificationError",
+           "subsampled_family", "replace_one", "with_relation", "gdp", "catalog", *CATALOG, "MechkitError",
+           "SpecificationError",
            "ParameterError", "DerivationError", "NumericalLimitError", "individual", "GDPFilter",
            "AdaptiveGDPFilter", "GDPOdometer", "RDPFilter", "StateFileError", "individual_pld",
            "IndividualPLDAccountant"]

@@ -1,7 +1,9 @@
 """Command line: ``mechkit show NAME --param value ...`` and ``mechkit epsilon NAME ... --steps K --delta D``.
 
-NAME is a catalog mechanism (gaussian, laplace, randomized-response, discrete-laplace, discrete-gaussian)
-or ``subsampled-NAME`` with ``--q RATE``.  Parameters are passed as ``--name value``.
+NAME is a catalog mechanism (gaussian, laplace, randomized-response, discrete-laplace, discrete-gaussian, ...)
+or ``subsampled-NAME`` with ``--q RATE`` (and ``--scheme poisson|without_replacement``).  ``--relation
+replace_one`` accounts the mechanism under replace-one neighbours (``replace_special``: as dp_accounting, the same
+pair).  Parameters are passed as ``--name value``.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import sys
 import mechkit as mk
 from mechkit.accountants import METHODS
 from mechkit.errors import MechkitError
+from mechkit.relations import RELATIONS, SCHEMES
 
 
 def _parse_params(extra):
@@ -31,19 +34,29 @@ def _parse_params(extra):
     return params
 
 
-def build(name, params):
+def build(name, params, scheme=None, relation=None):
     name = name.replace("-", "_")
     q = None
     if name.startswith("subsampled_"):
         name = name[len("subsampled_"):]
         if "q" not in params:
-            raise MechkitError("a subsampled mechanism needs --q (the Poisson sampling rate)")
+            raise MechkitError("a subsampled mechanism needs --q (the sampling rate)")
         q = params.pop("q")
+    elif scheme is not None:
+        raise MechkitError("--scheme applies to subsampled-NAME only")
     if name not in mk.CATALOG:
         raise MechkitError(f"unknown mechanism {name!r}; choose from {', '.join(mk.CATALOG)} (or subsampled-NAME)")
     fam = mk.catalog(name).family
     m = fam(**params) if params or not fam.parameters else fam()
-    return mk.subsample(m, q) if q is not None else m
+    if q is not None:
+        return mk.subsample(m, q, scheme=scheme or "poisson", relation=relation or "add_remove")
+    if relation is None or relation == m.relation:
+        return m
+    if relation == "replace_one":
+        return mk.replace_one(m)
+    if relation == "replace_special" and m.relation == "add_remove":
+        return mk.with_relation(m, relation)
+    raise MechkitError(f"{m.name} is a pair for {m.relation!r}; it cannot be accounted under {relation!r}")
 
 
 def _show(m, out):
@@ -81,10 +94,15 @@ def main(argv=None, out=sys.stdout):
     sp_eps.add_argument("--delta", type=float, required=True)
     sp_eps.add_argument("--method", default="fft", choices=sorted(METHODS))
     sp_eps.add_argument("--eps-error", type=float, default=None, help="fft: half-width of the certified interval")
+    for p in (sp_show, sp_eps):
+        p.add_argument("--scheme", choices=SCHEMES, default=None,
+                       help="with subsampled-NAME: the sampling scheme (default poisson)")
+        p.add_argument("--relation", choices=RELATIONS, default=None,
+                       help="the neighbouring relation (default: the mechanism's, add_remove for most)")
     args, extra = ap.parse_known_args(argv)
     try:
         params = _parse_params(extra)
-        m = build(args.name, params)
+        m = build(args.name, params, args.scheme, args.relation)
         if args.cmd == "show":
             _show(m, out)
         else:
@@ -92,13 +110,18 @@ def main(argv=None, out=sys.stdout):
                 raise MechkitError(f"--steps must be a positive integer, got {args.steps}")
             opts = {} if args.eps_error is None else {"eps_error": args.eps_error}
             est = mk.compose((m, args.steps)).epsilon(args.delta, method=args.method, **opts)
-            print(f"mechanism  {m.name} x {args.steps} steps, delta = {args.delta:g}", file=out)
+            rel = "" if m.relation == "add_remove" else f" ({m.relation})"
+            print(f"mechanism  {m.name}{rel} x {args.steps} steps, delta = {args.delta:g}", file=out)
             print(f"epsilon    {float(est):.6f}", file=out)
             if est.certified:
                 print(f"bounds     [{est.lower:.6f}, {est.upper:.6f}]  (certified, method {est.method}; "
                       "max over add and remove)", file=out)
             else:
                 print(f"bounds     none  (method {est.method} is an approximation, not certified)", file=out)
+            if "one_sided" in est.details:
+                print("note       sampling without replacement: the lower bound is attained by a pair of datasets, "
+                      "the upper bound holds however the worst case changes from step to step "
+                      "(docs/relations.md)", file=out)
             if est.details.get("reliable") is False:
                 print(f"note       the {est.method} expansion is outside its regime here (large correction "
                       "term); trust the bounds, or use --method fft", file=out)

@@ -3,7 +3,9 @@
 A mechanism in mechkit is a dominating pair (P, Q) under a neighbouring relation (``RELATIONS``):
 
 * ``ADD_REMOVE`` (the default): P is the output distribution on the dataset *with* the individual, Q *without* it;
-* ``REPLACE_ONE``: P and Q are the outputs on two datasets of the same size that differ in one individual's record.
+* ``REPLACE_ONE``: P and Q are the outputs on two datasets of the same size that differ in one individual's record;
+* ``REPLACE_SPECIAL``: one record replaced by a special one (dp_accounting's REPLACE_SPECIAL: for a query to which
+  the special record contributes nothing, the add/remove pair).
 
 Its two privacy-loss random variables are the two directions:
 
@@ -28,8 +30,9 @@ CHOICES = (BOTH, REMOVE, ADD)
 
 ADD_REMOVE = "add_remove"
 REPLACE_ONE = "replace_one"
+REPLACE_SPECIAL = "replace_special"
 #: the neighbouring relations a mechanism's pair can be for
-RELATIONS = (ADD_REMOVE, REPLACE_ONE)
+RELATIONS = (ADD_REMOVE, REPLACE_ONE, REPLACE_SPECIAL)
 
 POISSON = "poisson"
 WITHOUT_REPLACEMENT = "without_replacement"
@@ -42,7 +45,7 @@ def check_relation(relation: str) -> str:
 
     Parameters
     ----------
-    relation : 'add_remove' or 'replace_one'.
+    relation : 'add_remove', 'replace_one' or 'replace_special'.
 
     Returns
     -------

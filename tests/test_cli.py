@@ -42,3 +42,40 @@ def test_epsilon_dp_sgd():
 def test_cli_errors_exit_2(argv, capsys):
     assert main(argv) == 2
     assert "mechkit: error:" in capsys.readouterr().err
+
+
+def _eps_and_bounds(text):
+    lines = text.splitlines()
+    lo, hi = (float(v) for v in lines[2].split("[")[1].split("]")[0].split(","))
+    return float(lines[1].split()[1]), lo, hi
+
+
+def test_epsilon_with_a_scheme_and_a_relation():
+    """The command line accounts the same mechanisms as the API (--scheme, --relation)."""
+    import mechkit as mk
+    out = io.StringIO()
+    assert main(["epsilon", "subsampled-gaussian", "--sigma", "1.0", "--q", "0.01", "--steps", "100",
+                 "--delta", "1e-5", "--scheme", "without_replacement", "--relation", "replace_one"], out=out) == 0
+    eps, lo, hi = _eps_and_bounds(out.getvalue())
+    m = mk.subsample(mk.gaussian(1.0), 0.01, scheme="without_replacement", relation="replace_one")
+    api = mk.compose((m, 100)).epsilon(1e-5)
+    assert (eps, lo, hi) == pytest.approx((float(api), api.lower, api.upper), abs=1e-6)
+    assert "(replace_one)" in out.getvalue() and "without replacement" in out.getvalue()
+    out = io.StringIO()
+    assert main(["epsilon", "gaussian", "--sigma", "2", "--steps", "10", "--delta", "1e-5", "--relation",
+                 "replace_one"], out=out) == 0
+    eps, lo, hi = _eps_and_bounds(out.getvalue())
+    same = mk.compose((mk.gaussian(2.0, 2.0), 10)).epsilon(1e-5)  # replace-one = twice the contribution bound
+    assert lo <= float(same) <= hi
+
+
+@pytest.mark.parametrize("argv", [["epsilon", "gaussian", "--sigma", "2", "--steps", "3", "--delta", "1e-5",
+                                   "--scheme", "poisson"],
+                                  ["epsilon", "subsampled-gaussian", "--sigma", "1", "--q", "0.1", "--steps", "3",
+                                   "--delta", "1e-5", "--scheme", "without_replacement"],
+                                  ["show", "k-ary-randomized-response", "--noise-parameter", "0.5", "--num-buckets",
+                                   "4", "--relation", "add_remove"]])
+def test_scheme_and_relation_errors_are_one_line(argv, capsys):
+    assert main(argv, out=io.StringIO()) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mechkit: error:") and len(err.strip().splitlines()) == 1

@@ -185,3 +185,39 @@ def test_randomized_response_against_dp_accounting_one_by_one(eps0, steps):
 def test_randomized_response_against_prv_accountant(eps0, steps):
     prvs = _prvs()
     check_prv("rr", eps0, steps, prv_epsilon(prvs.PureDPMechanism(eps0), steps))
+
+
+# ------------------------------------------------------------------------ relations and sampling schemes (issue 20)
+
+RELATION_CASES = [(1.0, 0.01, 100), (1.0, 0.01, 1000), (0.8, 0.004, 2000)]
+
+
+@pytest.mark.parametrize("noise,q,steps", RELATION_CASES)
+def test_poisson_replace_one_against_dp_accounting(noise, q, steps):
+    """dp_accounting's PLD accountant under REPLACE_ONE composes the symmetric pair of mechkit's
+    ``subsample(m, q, relation="replace_one")`` (connect the dots: within 1e-3 of the truth here)."""
+    dpa = _dpa()
+    event = dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(noise))
+    eps = dp_epsilon(event, steps, relation="REPLACE_ONE")
+    m = mk.subsample(mk.gaussian(noise), q, relation="replace_one")
+    est = mk.compose((m, steps)).epsilon(DELTA, eps_error=0.01, delta_error=1e-10)
+    assert est.lower - 1e-3 <= eps <= est.upper + 1e-3
+
+
+@pytest.mark.parametrize("noise,q,steps", RELATION_CASES)
+def test_without_replacement_below_dp_accounting_rdp(noise, q, steps):
+    """dp_accounting's RDP accountant for SampledWithoutReplacementDpEvent (Wang, Balle, Kasiviswanathan 2019,
+    Theorem 27) is an upper bound; its Gaussian uses alpha / (2 sigma^2), i.e. a noise multiplier relative to the
+    replace-one sensitivity, twice the contribution bound: noise / 2.  mechkit's certified upper bound (both
+    orientations in every step) must not exceed it, and its lower bound (attained) must not either."""
+    dpa = _dpa()
+    from dp_accounting.rdp import rdp_privacy_accountant
+
+    n = 100_000
+    acc = rdp_privacy_accountant.RdpAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
+    event = dpa.SampledWithoutReplacementDpEvent(n, round(q * n), dpa.GaussianDpEvent(noise / 2))
+    acc.compose(dpa.SelfComposedDpEvent(event, steps))
+    rdp_eps = acc.get_epsilon(DELTA)
+    m = mk.subsample(mk.gaussian(noise), q, scheme="without_replacement", relation="replace_one")
+    est = mk.compose((m, steps)).epsilon(DELTA)
+    assert est.lower <= est.upper <= rdp_eps

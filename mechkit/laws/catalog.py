@@ -90,7 +90,7 @@ def _describe(symbol, family) -> str:
 
 def convenience(name: str) -> Callable[..., object]:
     """``mk.<name>(...)``: bind the catalog family ``name``; arguments by position or keyword, in the order of
-    the family's parameters with the defaulted ones last.
+    the family's parameters (or of the module's ``ARGUMENTS``, where it names them) with the defaulted ones last.
 
     Parameters
     ----------
@@ -99,15 +99,20 @@ def convenience(name: str) -> Callable[..., object]:
     Returns
     -------
     The function ``name(...)`` returning the bound ``Mechanism``; its docstring is the catalog module's, followed
-    by its parameters, return value and errors.
+    by its parameters, return value and errors.  A module that defines its own ``make`` function (e.g. one family
+    per number of components) is served by it.
 
     Raises
     ------
     ModuleNotFoundError : no such catalog module.
     """
     mod = catalog(name)
+    if callable(getattr(mod, "make", None)):
+        return mod.make
     fam = mod.family
-    required = [s.name for s in fam.parameters if s.name not in fam.defaults]
+    order = {n: i for i, n in enumerate(getattr(mod, "ARGUMENTS", ()))}
+    required = sorted((s.name for s in fam.parameters if s.name not in fam.defaults),
+                      key=lambda n: order.get(n, len(order)))
     optional = [s.name for s in fam.parameters if s.name in fam.defaults]
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
     sig = inspect.Signature([inspect.Parameter(n, kind) for n in required]

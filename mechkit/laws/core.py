@@ -69,7 +69,7 @@ class AtomSet:
         order = np.argsort(values, kind="stable")
         v, lp, lq = values[order], np.asarray(logP, float)[order], np.asarray(logQ, float)[order]
         if v.size:
-            starts = np.concatenate(([0], np.nonzero(np.diff(v) != 0)[0] + 1))
+            starts = np.concatenate(([0], np.nonzero(v[1:] != v[:-1])[0] + 1))  # inf == inf: merged (no inf - inf)
             v = v[starts]
             lp = np.logaddexp.reduceat(lp, starts)
             lq = np.logaddexp.reduceat(lq, starts)

@@ -1,5 +1,5 @@
-"""The replace-one relation as a transform: ``replace_one(m)`` turns an additive-noise mechanism's add/remove pair
-into its replace-one pair.
+"""Relations as transforms: ``replace_one(m)`` turns an additive-noise mechanism's add/remove pair into its
+replace-one pair; ``with_relation(m, relation)`` states that a mechanism's pair dominates under another relation.
 
 Convention (dp_accounting's REPLACE adjacency): the add/remove pair of an additive-noise query is (P, Q) with Q
 the noise, symmetric about 0, and P the noise shifted by the contribution bound (``sensitivity``).  Replacing one
@@ -121,3 +121,42 @@ def replace_one(mechanism: Mechanism) -> Mechanism:
     if mechanism.relation == relations.REPLACE_ONE:
         return mechanism
     return replace_one_family(mechanism.family)(**mechanism.params)
+
+
+_RELABELLED = {}
+
+
+def with_relation(mechanism: Mechanism, relation: str) -> Mechanism:
+    """The same pair, stated to dominate under ``relation``: the user's statement, as when declaring a pair with
+    ``from_densities(..., relation=...)``.  Use it where a guarantee carries over: an (epsilon, delta)-DP primitive
+    or a zCDP mechanism known under that relation, or an additive-noise pair under replace-special, which
+    dp_accounting accounts exactly as under add/remove (the special record contributes nothing).  To change the
+    pair itself for replace-one, use ``replace_one``.
+
+    Parameters
+    ----------
+    mechanism : a bound ``Mechanism``.
+    relation : one of ``relations.RELATIONS``.
+
+    Returns
+    -------
+    ``mechanism`` itself where its relation is already ``relation``; else the mechanism of a family with the same
+    densities (the same derivation, from the cache) and ``relation``.
+
+    Raises
+    ------
+    ParameterError : not a ``Mechanism``, or an unknown relation.
+    """
+    if not isinstance(mechanism, Mechanism):
+        raise ParameterError(f"with_relation expects a Mechanism, got {type(mechanism).__name__}")
+    relations.check_relation(relation)
+    if mechanism.relation == relation:
+        return mechanism
+    family = mechanism.family
+    key = (id(family), relation)
+    if key not in _RELABELLED:
+        fam = Family(family.p, family.q, family.var, name=family.name, domain=family_domain(family),
+                     constraints=dict(family.constraints), derived=dict(family.constants),
+                     defaults=family.defaults, relation=relation, one_sided=family.one_sided)
+        _RELABELLED[key] = (family, fam)
+    return _RELABELLED[key][1](**mechanism.params)

@@ -39,6 +39,10 @@ def _pair(family, scheme, relation):
     does not exist."""
     if family.one_sided:
         raise ParameterError(f"{family.name} is one-sided (sampling without replacement); it cannot be subsampled")
+    if relation == relations.REPLACE_SPECIAL:
+        raise ParameterError("subsampling under replace_special is not provided; for a query to which the special "
+                             "record contributes nothing it is Poisson subsampling under add/remove: "
+                             "mk.with_relation(mk.subsample(m, q), 'replace_special')")
     if scheme == relations.POISSON:
         if relation == relations.ADD_REMOVE:
             if family.relation != relations.ADD_REMOVE:
@@ -71,7 +75,8 @@ def subsampled_family(family: Family, scheme: str = relations.POISSON,
     ----------
     family : the ``Family`` to subsample (its constraints, defaults and derived constants are kept).
     scheme : "poisson" (default) or "without_replacement".
-    relation : "add_remove" (default) or "replace_one": the relation of the subsampled mechanism.
+    relation : "add_remove" (default) or "replace_one": the relation of the subsampled mechanism
+        ("replace_special" is refused: see ``with_relation``).
 
     Returns
     -------
