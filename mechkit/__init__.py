@@ -23,6 +23,8 @@ _LAZY = {
     "Family": ("laws.family", "Family"), "Mechanism": ("laws.family", "Mechanism"), "PLRV": ("laws.plrv", "PLRV"),
     "catalog": ("laws.catalog", "catalog"),
     "subsample": ("transforms", "subsample"), "subsampled_family": ("transforms", "subsampled_family"),
+    "dpsgd": ("training", "dpsgd"), "calibrate": ("calibration", "calibrate"),
+    "Calibration": ("calibration", "Calibration"),
     "replace_one": ("transforms", "replace_one"), "with_relation": ("transforms", "with_relation"),
     "gdp": ("accountants.gdp", None), "rdp": ("accountants.rdp", None),
     "individual": ("individual", None), "individual_pld": ("individual.pld", None),
@@ -59,4 +61,4 @@ __all__ = ["compose", "Composition", "Estimate", "EstimateArray", "rdp", "Family
            "SpecificationError",
            "ParameterError", "DerivationError", "NumericalLimitError", "individual", "GDPFilter",
            "AdaptiveGDPFilter", "GDPOdometer", "RDPFilter", "StateFileError", "individual_pld",
-           "IndividualPLDAccountant"]
+           "IndividualPLDAccountant", "dpsgd", "calibrate", "Calibration"]

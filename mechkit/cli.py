@@ -1,4 +1,8 @@
-"""Command line: ``mechkit show NAME --param value ...`` and ``mechkit epsilon NAME ... --steps K --delta D``.
+"""Command line: ``mechkit show NAME --param value ...``, ``mechkit epsilon NAME ... --steps K --delta D`` and
+``mechkit calibrate noise-multiplier|steps --epsilon E --delta D`` (a DP-SGD run's options).
+
+``mechkit epsilon dpsgd --noise-multiplier 0.8 --sampling-rate 0.01 --steps 10000 --delta 1e-5`` (or
+``--batch-size B --dataset-size N``, ``--epochs E``) accounts a DP-SGD run (``mk.dpsgd``).
 
 NAME is a catalog mechanism (gaussian, laplace, randomized-response, discrete-laplace, discrete-gaussian, ...)
 or ``subsampled-NAME`` with ``--q RATE`` (and ``--scheme poisson|without_replacement``).  ``--relation
@@ -59,6 +63,46 @@ def build(name, params, scheme=None, relation=None):
     raise MechkitError(f"{m.name} is a pair for {m.relation!r}; it cannot be accounted under {relation!r}")
 
 
+_DPSGD = ("noise_multiplier", "sampling_rate", "batch_size", "dataset_size", "epochs")
+
+
+def _dpsgd(args, params, steps, **fixed):
+    """``mk.dpsgd`` from the command line's --noise-multiplier, --sampling-rate or --batch-size/--dataset-size,
+    --steps or --epochs, --scheme (as ``sampling``) and --relation."""
+    unknown = sorted(set(params) - set(_DPSGD))
+    if unknown:
+        raise MechkitError(f"unknown option(s) for dpsgd: {', '.join('--' + u.replace('_', '-') for u in unknown)}; "
+                           "it takes --noise-multiplier, --sampling-rate or --batch-size and --dataset-size, "
+                           "--steps or --epochs")
+    kw = {k: (int(v) if k in ("batch_size", "dataset_size") and float(v).is_integer() else v)
+          for k, v in params.items()}
+    if "noise_multiplier" not in kw and "noise_multiplier" not in fixed:
+        raise MechkitError("dpsgd needs --noise-multiplier")
+    return mk.dpsgd(**{**kw, **fixed}, steps=steps, sampling=args.scheme or "poisson", relation=args.relation)
+
+
+def _calibrate(args, params, out):
+    """``mechkit calibrate noise-multiplier|steps``: ``mk.calibrate`` over a DP-SGD run."""
+    if args.what == "noise-multiplier":
+        bounds = tuple(args.bounds) if args.bounds else (0.3, 50.0)
+        cal = mk.calibrate(lambda s: _dpsgd(args, params, args.steps, noise_multiplier=s), args.epsilon,
+                           args.delta, bounds)
+        label = "noise multiplier"
+    else:
+        if args.steps is not None or "epochs" in params:
+            raise MechkitError("calibrate steps takes neither --steps nor --epochs (it finds the steps)")
+        bounds = tuple(int(b) for b in args.bounds) if args.bounds else (1, 10**7)
+        cal = mk.calibrate(lambda t: _dpsgd(args, params, t), args.epsilon, args.delta, bounds, integer=True)
+        label = "steps"
+    est = cal.estimate
+    print(f"{label:<16} {cal.value}", file=out)
+    print(f"epsilon          <= {est.upper:.6f} at delta = {args.delta:g} (certified, method {est.method}; "
+          f"interval [{est.lower:.6f}, {est.upper:.6f}])", file=out)
+    print(f"next value       {cal.neighbour} has upper bound {cal.neighbour_upper:.6f} > {args.epsilon:g} "
+          f"({cal.evaluations} evaluations)", file=out)
+    return 0
+
+
 def _show(m, out):
     fam = m.family
     print(f"mechanism      {m.name}", file=out)
@@ -88,13 +132,22 @@ def main(argv=None, out=sys.stdout):
     sub = ap.add_subparsers(dest="cmd", required=True)
     sp_show = sub.add_parser("show", help="what mechkit derived for a mechanism")
     sp_show.add_argument("name")
-    sp_eps = sub.add_parser("epsilon", help="epsilon of `--steps` compositions at `--delta`")
+    sp_eps = sub.add_parser("epsilon", help="epsilon of `--steps` compositions at `--delta` (NAME dpsgd: a DP-SGD "
+                            "run from --noise-multiplier, --sampling-rate or --batch-size/--dataset-size, --steps "
+                            "or --epochs)")
     sp_eps.add_argument("name")
-    sp_eps.add_argument("--steps", type=int, required=True)
+    sp_eps.add_argument("--steps", type=int, default=None)
     sp_eps.add_argument("--delta", type=float, required=True)
     sp_eps.add_argument("--method", default="fft", choices=sorted(METHODS))
     sp_eps.add_argument("--eps-error", type=float, default=None, help="fft: half-width of the certified interval")
-    for p in (sp_show, sp_eps):
+    sp_cal = sub.add_parser("calibrate", help="the noise multiplier (or steps) of a DP-SGD run that meets --epsilon "
+                            "at --delta, by a certified upper bound")
+    sp_cal.add_argument("what", choices=["noise-multiplier", "steps"])
+    sp_cal.add_argument("--epsilon", type=float, required=True)
+    sp_cal.add_argument("--delta", type=float, required=True)
+    sp_cal.add_argument("--steps", type=int, default=None)
+    sp_cal.add_argument("--bounds", type=float, nargs=2, default=None, help="the interval searched")
+    for p in (sp_show, sp_eps, sp_cal):
         p.add_argument("--scheme", choices=SCHEMES, default=None,
                        help="with subsampled-NAME: the sampling scheme (default poisson)")
         p.add_argument("--relation", choices=RELATIONS, default=None,
@@ -102,16 +155,24 @@ def main(argv=None, out=sys.stdout):
     args, extra = ap.parse_known_args(argv)
     try:
         params = _parse_params(extra)
-        m = build(args.name, params, args.scheme, args.relation)
+        if args.cmd == "calibrate":
+            return _calibrate(args, params, out)
+        if args.cmd == "epsilon" and args.name == "dpsgd":
+            run = _dpsgd(args, params, args.steps)
+            m, steps = run.items[0][0], run.total_count
+        else:
+            m = build(args.name, params, args.scheme, args.relation)
         if args.cmd == "show":
             _show(m, out)
         else:
-            if args.steps < 1:
-                raise MechkitError(f"--steps must be a positive integer, got {args.steps}")
+            if args.name != "dpsgd":
+                if args.steps is None or args.steps < 1:
+                    raise MechkitError(f"--steps must be a positive integer, got {args.steps}")
+                run, steps = mk.compose((m, args.steps)), args.steps
             opts = {} if args.eps_error is None else {"eps_error": args.eps_error}
-            est = mk.compose((m, args.steps)).epsilon(args.delta, method=args.method, **opts)
+            est = run.epsilon(args.delta, method=args.method, **opts)
             rel = "" if m.relation == "add_remove" else f" ({m.relation})"
-            print(f"mechanism  {m.name}{rel} x {args.steps} steps, delta = {args.delta:g}", file=out)
+            print(f"mechanism  {m.name}{rel} x {steps} steps, delta = {args.delta:g}", file=out)
             print(f"epsilon    {float(est):.6f}", file=out)
             if est.certified:
                 print(f"bounds     [{est.lower:.6f}, {est.upper:.6f}]  (certified, method {est.method}; "

@@ -79,3 +79,35 @@ def test_scheme_and_relation_errors_are_one_line(argv, capsys):
     assert main(argv, out=io.StringIO()) == 2
     err = capsys.readouterr().err
     assert err.startswith("mechkit: error:") and len(err.strip().splitlines()) == 1
+
+
+def test_dpsgd_and_calibrate_in_the_users_words():
+    """`mechkit epsilon dpsgd ...` is mk.dpsgd; `mechkit calibrate ...` is mk.calibrate over it."""
+    import mechkit as mk
+    out = io.StringIO()
+    assert main(["epsilon", "dpsgd", "--noise-multiplier", "1.0", "--batch-size", "600", "--dataset-size", "60000",
+                 "--epochs", "1", "--delta", "1e-5"], out=out) == 0
+    eps, lo, hi = _eps_and_bounds(out.getvalue())
+    api = mk.dpsgd(1.0, batch_size=600, dataset_size=60_000, epochs=1).epsilon(1e-5)
+    assert (eps, lo, hi) == pytest.approx((float(api), api.lower, api.upper), abs=1e-6)
+    assert "x 100 steps" in out.getvalue()
+    out = io.StringIO()
+    assert main(["calibrate", "noise-multiplier", "--sampling-rate", "1", "--steps", "4", "--epsilon", "2",
+                 "--delta", "1e-5"], out=out) == 0
+    lines = out.getvalue().splitlines()
+    sigma = float(lines[0].split()[-1])
+    cal = mk.calibrate(lambda s: mk.dpsgd(s, 1.0, 4), 2.0, 1e-5, (0.3, 50.0))
+    assert sigma == pytest.approx(cal.value, rel=1e-12) and "certified" in lines[1]
+
+
+@pytest.mark.parametrize("argv", [["epsilon", "dpsgd", "--sigma", "1", "--steps", "3", "--delta", "1e-5"],
+                                  ["epsilon", "dpsgd", "--sampling-rate", "0.1", "--steps", "3", "--delta", "1e-5"],
+                                  ["epsilon", "gaussian", "--sigma", "1", "--delta", "1e-5"],
+                                  ["calibrate", "steps", "--noise-multiplier", "1", "--sampling-rate", "0.1",
+                                   "--steps", "5", "--epsilon", "1", "--delta", "1e-5"],
+                                  ["calibrate", "noise-multiplier", "--sampling-rate", "1", "--steps", "4",
+                                   "--epsilon", "2", "--delta", "1e-5", "--bounds", "40", "50"]])
+def test_dpsgd_and_calibrate_errors_are_one_line(argv, capsys):
+    assert main(argv, out=io.StringIO()) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mechkit: error:") and len(err.strip().splitlines()) == 1

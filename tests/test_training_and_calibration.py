@@ -1,0 +1,116 @@
+"""mk.dpsgd and mk.calibrate (issue 21) against independent values: the closed-form mu-GDP curve of the full-batch
+Gaussian (sampling_rate = 1: T steps of sigma are mu = sqrt(T) / sigma GDP, exactly), and dp_accounting 0.6.0's
+PLD accountant at the calibrated end points of a DP-SGD run."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import optimize, special
+
+import mechkit as mk
+from mechkit.errors import ParameterError
+
+
+def gdp_delta(mu, eps):
+    return special.ndtr(-eps / mu + mu / 2) - math.exp(eps + special.log_ndtr(-eps / mu - mu / 2))
+
+
+def gdp_epsilon(mu, delta):
+    if gdp_delta(mu, 0.0) <= delta:
+        return 0.0
+    return optimize.brentq(lambda e: gdp_delta(mu, e) - delta, 0.0, mu * mu / 2 + 12 * mu + 50, xtol=1e-13)
+
+
+def test_dpsgd_is_the_composition_it_describes():
+    run = mk.dpsgd(noise_multiplier=0.8, sampling_rate=0.01, steps=1000)
+    same = mk.compose((mk.subsample(mk.gaussian(0.8), 0.01), 1000))
+    assert run.items[0][0].family is same.items[0][0].family and run.total_count == 1000
+    by_size = mk.dpsgd(0.8, batch_size=600, dataset_size=60_000, epochs=10)
+    assert by_size.total_count == 1000 and by_size.items[0][0].params["sampling_rate"] == 0.01
+    assert mk.dpsgd(0.8, 0.003, epochs=1).total_count == math.ceil(1 / 0.003)
+    wor = mk.dpsgd(1.0, batch_size=256, dataset_size=60_000, epochs=10, sampling="without_replacement")
+    assert wor.relation == "replace_one" and wor.one_sided and wor.total_count == math.ceil(10 * 60_000 / 256)
+    full = mk.dpsgd(2.0, 1.0, 9)
+    assert float(full.epsilon(1e-5)) == pytest.approx(gdp_epsilon(3 / 2.0, 1e-5), abs=0.011)
+    schedule = mk.compose(mk.dpsgd(1.0, 0.01, 100), mk.dpsgd(2.0, 0.02, 50))
+    assert len(schedule) == 2 and schedule.total_count == 150
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(noise_multiplier=0.0, sampling_rate=0.1, steps=10), "noise_multiplier"),
+    (dict(noise_multiplier=1.0, steps=10), "either sampling_rate or batch_size"),
+    (dict(noise_multiplier=1.0, sampling_rate=0.1, batch_size=10, dataset_size=100, steps=1), "not both"),
+    (dict(noise_multiplier=1.0, batch_size=10, steps=1), "go together"),
+    (dict(noise_multiplier=1.0, batch_size=200, dataset_size=100, steps=1), "at most dataset_size"),
+    (dict(noise_multiplier=1.0, sampling_rate=1.5, steps=1), "sampling_rate"),
+    (dict(noise_multiplier=1.0, sampling_rate=0.1), "either steps or epochs"),
+    (dict(noise_multiplier=1.0, sampling_rate=0.1, steps=2.5), "steps must be an integer"),
+    (dict(noise_multiplier=1.0, sampling_rate=0.1, steps=1, sampling="shuffle"), "scheme must be one of"),
+    (dict(noise_multiplier=1.0, sampling_rate=0.1, steps=1, sampling="without_replacement",
+          relation="add_remove"), "replace_one"),
+])
+def test_dpsgd_refuses_bad_input_before_any_work(kwargs, match):
+    with pytest.raises(ParameterError, match=match):
+        mk.dpsgd(**kwargs)
+
+
+def _sigma_star(steps, eps, delta):
+    """The smallest sigma whose exact (GDP) epsilon(delta) over ``steps`` full-batch steps is at most eps."""
+    return optimize.brentq(lambda s: gdp_epsilon(math.sqrt(steps) / s, delta) - eps, 0.05, 500.0, xtol=1e-12)
+
+
+@settings(max_examples=25)
+@given(steps=st.integers(1, 2000), eps=st.floats(0.3, 10.0), delta=st.sampled_from([1e-5, 1e-8]))
+def test_calibrated_noise_is_safe_and_tight(steps, eps, delta):
+    cal = mk.calibrate(lambda s: mk.dpsgd(noise_multiplier=s, sampling_rate=1.0, steps=steps), epsilon=eps,
+                       delta=delta, bounds=(0.05, 500.0))
+    star = _sigma_star(steps, eps, delta)
+    assert cal.value >= star * (1 - 1e-9)  # safe: the exact epsilon at the value is within the target
+    assert gdp_epsilon(math.sqrt(steps) / cal.value, delta) <= eps * (1 + 1e-9)
+    assert cal.estimate.upper <= eps and cal.neighbour_upper > eps
+    assert abs(cal.neighbour - cal.value) <= 1e-3 * min(cal.neighbour, cal.value) * (1 + 1e-12)
+    # tight up to the certified interval's width (eps_error 0.01 each side)
+    assert gdp_epsilon(math.sqrt(steps) / cal.value, delta) >= eps - 0.05
+
+
+def test_calibrated_steps_against_the_closed_form():
+    sigma, eps, delta = 20.0, 2.0, 1e-6
+    cal = mk.calibrate(lambda t: mk.dpsgd(noise_multiplier=sigma, sampling_rate=1.0, steps=t), epsilon=eps,
+                       delta=delta, bounds=(1, 100_000), integer=True)
+    assert isinstance(cal.value, int) and int(cal) == cal.value and cal.neighbour == cal.value + 1
+    assert gdp_epsilon(math.sqrt(cal.value) / sigma, delta) <= eps  # safe
+    best = max(t for t in range(1, 400) if gdp_epsilon(math.sqrt(t) / sigma, delta) <= eps)
+    assert best - 3 <= cal.value <= best
+
+
+def test_dp_sgd_end_points_against_dp_accounting():
+    """sigma for epsilon 8 at q 0.01, 10,000 steps, delta 1e-5: dp_accounting's PLD epsilon at mechkit's value is
+    7.98439 (within the target), and its own calibration answers 0.88253 (its pessimistic epsilon at 8.0): mechkit's
+    value is above it by less than its eps_error's worth.  Steps for epsilon 3 at sigma 1: dp_accounting's epsilon
+    at mechkit's 2649 steps is 2.98981."""
+    cal = mk.calibrate(lambda s: mk.dpsgd(noise_multiplier=s, sampling_rate=0.01, steps=10_000), epsilon=8.0,
+                       delta=1e-5, bounds=(0.3, 30.0))
+    assert cal.value == pytest.approx(0.8833145726355979, rel=2e-3) and cal.value >= 0.8825298785413379
+    assert cal.estimate.upper <= 8.0 and cal.estimate.lower <= 7.98439 <= cal.estimate.upper
+    steps = mk.calibrate(lambda t: mk.dpsgd(noise_multiplier=1.0, sampling_rate=0.01, steps=t), epsilon=3.0,
+                         delta=1e-5, bounds=(1, 10**6), integer=True)
+    assert abs(int(steps) - 2649) <= 2
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(bounds=(50.0, 300.0)), "every value in bounds meets"),
+    (dict(bounds=(0.05, 0.1)), "no value in bounds meets"),
+    (dict(bounds=(0.5, 30.0), method="gdp"), "does not certify"),
+    (dict(bounds=(30.0, 0.5)), "bounds"),
+    (dict(bounds=3.0), "pair"),
+    (dict(bounds=(0.5, 30.0), epsilon=-1.0), "epsilon"),
+])
+def test_calibrate_refuses_what_it_cannot_answer(kwargs, match):
+    args = dict(epsilon=1.0, delta=1e-5, **{k: v for k, v in kwargs.items() if k != "epsilon"})
+    if "epsilon" in kwargs:
+        args["epsilon"] = kwargs["epsilon"]
+    with pytest.raises(ParameterError, match=match):
+        mk.calibrate(lambda s: mk.dpsgd(noise_multiplier=s, sampling_rate=1.0, steps=4), **args)
