@@ -72,7 +72,7 @@ class _Accountants(Mapping):
     """method -> (epsilon function, delta function).  An accountant's module is imported on its first use, so
     a query compiles (or loads from Numba's cache) only the accountant it asks for."""
 
-    _MODULES = {"fft": "fft", "spa": "spa", "edgeworth": "edgeworth"}
+    _MODULES = {"fft": "fft", "spa": "spa", "edgeworth": "edgeworth", "auto": "auto"}
     _LOCAL = {"rdp": (_rdp_epsilon, _rdp_delta), "gdp": (_gdp_epsilon, _gdp_delta)}
 
     def __init__(self):
@@ -323,7 +323,8 @@ class Composition:
         ----------
         delta : in [0, 1), or an array of such values.  At 0 the answer is exact for every method: the largest
             privacy loss of the composition (inf where a loss is unbounded or infinite with positive probability).
-        method : "fft" (default), "spa", "edgeworth", "rdp" or "gdp" (``ACCOUNTANTS``).
+        method : "fft" (default), "spa", "edgeworth", "rdp", "gdp" or "auto" (``ACCOUNTANTS``; "auto": the SPA where
+            its certified interval is within ``2 eps_error``, the FFT otherwise).
         **options : the method's own options (e.g. ``eps_error``, ``delta_error`` for "fft"; ``order``,
             ``variant`` for "spa").
 
@@ -360,7 +361,7 @@ class Composition:
         Parameters
         ----------
         epsilon : in [0, inf), or an array of such values.
-        method : "fft" (default), "spa", "edgeworth" or "gdp" ("rdp" answers epsilon only).
+        method : "fft" (default), "spa", "edgeworth", "gdp" or "auto" ("rdp" answers epsilon only).
         **options : the method's own options.
 
         Returns

@@ -1,0 +1,46 @@
+"""method="auto" (issue 21): the FFT's or the saddle point's certified answer, whichever fits the budget, and no
+query that either can answer fails.  Each answer is the chosen accountant's own (compared to it directly); the
+accountants themselves are tested against independent references elsewhere."""
+from __future__ import annotations
+
+import pytest
+
+import mechkit as mk
+from mechkit.errors import MechkitError
+
+
+@pytest.fixture(scope="module")
+def run():
+    return mk.dpsgd(noise_multiplier=0.8, sampling_rate=0.01, steps=2000)
+
+
+def test_auto_is_the_fft_where_the_saddle_point_interval_is_too_wide(run):
+    est = run.epsilon(1e-5, method="auto")
+    fft = run.epsilon(1e-5, method="fft")
+    assert est.method == "fft" and est.details["auto"].startswith("fft: spa's certified interval")
+    assert (float(est), est.lower, est.upper) == (float(fft), fft.lower, fft.upper)
+    d = run.delta([1.0, 2.0], method="auto")
+    np_fft = run.delta([1.0, 2.0], method="fft")
+    assert list(d) == list(np_fft) and d.details["auto"] == "fft"
+
+
+def test_auto_is_the_saddle_point_where_its_interval_fits_the_budget(run):
+    est = run.epsilon(1e-5, method="auto", eps_error=1.0)
+    spa = run.epsilon(1e-5, method="spa")
+    assert est.method == "spa" and est.upper - est.lower <= 2.0 and est.certified
+    assert (float(est), est.lower, est.upper) == (float(spa), spa.lower, spa.upper)
+
+
+def test_auto_answers_where_the_fft_cannot(run):
+    with pytest.raises(MechkitError):
+        run.epsilon(1e-30, method="fft")
+    est = run.epsilon(1e-30, method="auto")
+    spa = run.epsilon(1e-30, method="spa")
+    assert est.method == "spa" and est.certified and "the fft could not answer" in est.details["auto"]
+    assert (float(est), est.lower, est.upper) == (float(spa), spa.lower, spa.upper)
+    with pytest.raises(MechkitError, match="memory_limit"):
+        run.delta(1.0, method="fft", memory_limit=1)
+    small = run.delta(1.0, method="auto", memory_limit=1)
+    assert small.method == "spa" and small.certified
+    ref = run.delta(1.0, method="fft")
+    assert small.lower <= ref.upper and ref.lower <= small.upper
