@@ -341,6 +341,11 @@ class Composition:
         """
         fn = self._method(method)[0]
         _check_options(method, "epsilon", fn, options)
+        return self._epsilon_with(fn, method, delta, options)
+
+    def _epsilon_with(self, fn, method, delta, options):
+        """``epsilon``'s answer from the accountant function ``fn`` (checked ``delta``; exact at delta = 0 and below
+        the +inf mass; capped at the largest loss)."""
 
         def one(d):
             if d == 0.0:
@@ -375,6 +380,10 @@ class Composition:
         """
         fn = self._method(method)[1]
         _check_options(method, "delta", fn, options)
+        return self._delta_with(fn, epsilon, options)
+
+    def _delta_with(self, fn, epsilon, options):
+        """``delta``'s answer from the accountant function ``fn`` (checked ``epsilon``)."""
         eps = np.atleast_1d(real_array("epsilon", epsilon))
         if np.any(np.isnan(eps)) or np.any(eps < 0) or np.any(np.isinf(eps)):
             bad = [e for e in eps.tolist() if not (0 <= e < math.inf)]
@@ -397,6 +406,104 @@ class Composition:
                                  details)
         return Estimate(float(est), min(low.lower, est.lower), est.upper, est.method,
                         est.certified and low.certified, details)
+
+
+    def curve(self, eps_error: float = 0.01, delta_error: float = 1e-10,
+              memory_limit: float = 1 << 30) -> PrivacyCurve:
+        """The composition's privacy curve, composed once by the FFT composer (``PrivacyCurve``): further epsilon
+        and delta queries on it are lookups, certified for these budgets.
+
+        Parameters
+        ----------
+        eps_error : half-width in epsilon of the certified intervals, > 0 (default 0.01).
+        delta_error : the delta budget, in (0, 1) (default 1e-10); epsilon can be certified for deltas above about
+            twice this (plus the composition's mass at +inf).
+        memory_limit : bytes the grid may take (default 1 GiB).
+
+        Returns
+        -------
+        A ``PrivacyCurve``.
+
+        Raises
+        ------
+        ParameterError : a budget outside its range, or a grid above ``memory_limit`` (the message says what fits).
+        NumericalLimitError : no finite domain holds the composition at ``delta_error``.
+        """
+        return PrivacyCurve(self, eps_error, delta_error, memory_limit)
+
+
+class PrivacyCurve:
+    """A composition's privacy curve, composed once (``Composition.curve``): the FFT composer's composed
+    distributions of both directions (and, for one-sided pairs, of one orientation for the lower bounds).
+    ``epsilon`` and ``delta`` answer as ``Composition.epsilon``/``delta`` with ``method="fft"`` and these budgets
+    would, by lookups on the composed distributions.
+
+    Parameters
+    ----------
+    composition : the ``Composition``.
+    eps_error, delta_error, memory_limit : the FFT budgets (``Composition.curve``).
+
+    Attributes
+    ----------
+    composition, eps_error, delta_error.
+    """
+
+    def __init__(self, composition: Composition, eps_error: float, delta_error: float, memory_limit: float) -> None:
+        fft = importlib.import_module(f"{__package__}.accountants.fft")
+        self.composition = composition
+        self._upper = fft.Composed(composition._acc, eps_error, delta_error, memory_limit)
+        self._lower = (fft.Composed(composition._items, eps_error, delta_error, memory_limit)
+                       if composition.one_sided else self._upper)
+        self.eps_error, self.delta_error = self._upper.eps_error, self._upper.delta_error
+
+    def _pick(self, items):
+        return self._upper if items is self.composition._acc else self._lower
+
+    def _epsilon_fn(self, items, d):
+        return self._pick(items).epsilon(d)
+
+    def _delta_fn(self, items, eps):
+        return self._pick(items).delta(np.atleast_1d(np.asarray(eps, float)))
+
+    def epsilon(self, delta: float | ArrayLike) -> Estimate | EstimateArray:
+        """Smallest epsilon with delta(epsilon) <= delta, as ``Composition.epsilon(delta, method="fft")``.
+
+        Parameters
+        ----------
+        delta : in [0, 1), or an array of such values; certifiable above about 2 ``delta_error`` plus the mass at
+            +inf (below the mass at +inf the answer is inf, exact).
+
+        Returns
+        -------
+        An ``Estimate`` (an ``EstimateArray`` for an array).
+
+        Raises
+        ------
+        ParameterError : delta not in [0, 1).
+        NumericalLimitError : delta too close to ``delta_error`` to certify on this curve (build one with a smaller
+            ``delta_error``).
+        """
+        return self.composition._epsilon_with(self._epsilon_fn, "fft", delta, {})
+
+    def delta(self, epsilon: float | ArrayLike) -> Estimate | EstimateArray:
+        """delta(epsilon), as ``Composition.delta(epsilon, method="fft")``.
+
+        Parameters
+        ----------
+        epsilon : in [0, inf), or an array of such values.
+
+        Returns
+        -------
+        An ``Estimate`` for a scalar epsilon, an ``EstimateArray`` for an array.
+
+        Raises
+        ------
+        ParameterError : epsilon outside [0, inf).
+        """
+        return self.composition._delta_with(self._delta_fn, epsilon, {})
+
+    def __repr__(self):
+        return f"PrivacyCurve({self.composition!r}, eps_error={self.eps_error:g}, delta_error={self.delta_error:g})"
 
 
 def _as_items(obj):

@@ -344,6 +344,54 @@ def _details(grid, eps_error, delta_error, slack):
             "delta_error": delta_error, "fp_allowance": grid.fp, "tail_allowance": slack - grid.fp}
 
 
+class Composed:
+    """A composition's two composed privacy curves on one grid (``_curves``), built once: every epsilon or delta
+    query on it is a lookup (``mechkit.Composition.curve``).  Certified as the composer's answers, for the budgets it
+    was built with.
+
+    Parameters
+    ----------
+    items : ((mechanism, count), ...) as the accountants take them.
+    eps_error, delta_error, memory_limit : the budgets (``_check_budgets``).
+    """
+
+    def __init__(self, items, eps_error=DEFAULT_EPS_ERROR, delta_error=1e-10, memory_limit=DEFAULT_MEMORY_LIMIT):
+        eps_error, delta_error, memory_limit = _check_budgets(eps_error, delta_error, memory_limit)
+        self.eps_error, self.delta_error = eps_error, delta_error
+        self.grid, self.curves, self.fp = _curves(items, eps_error, delta_error, memory_limit)
+
+    def details(self):
+        return _details(self.grid, self.eps_error, self.delta_error, self.fp)
+
+    def delta(self, eps):
+        """delta at each of ``eps`` (an array), max over the directions: EstimateArray."""
+        curves, eps_error, delta_error, fp = self.curves.values(), self.eps_error, self.delta_error, self.fp
+        val = np.max([c.delta(eps) for c in curves], axis=0)
+        up = np.max([c.delta(eps - eps_error) for c in curves], axis=0) + delta_error + fp
+        lo = np.max([c.delta(eps + eps_error) for c in curves], axis=0) - delta_error - fp
+        val = np.clip(val, 0.0, 1.0)
+        up = np.clip(up, 0.0, 1.0)
+        lo = np.clip(lo, 0.0, 1.0)
+        return EstimateArray(val, lo, up, "fft", True, self.details())
+
+    def epsilon(self, d):
+        """Smallest epsilon with delta(epsilon) <= d, max over the directions: Estimate."""
+        curves, grid, fp = self.curves.values(), self.grid, self.fp
+        eps_error, delta_error = self.eps_error, self.delta_error
+        inf_mass = max(c.inf_mass for c in curves)
+        smallest = 2.0 * (delta_error + fp) + inf_mass
+        if d - delta_error - fp <= inf_mass:
+            raise NumericalLimitError(
+                f"delta = {d:g} cannot be certified with eps_error={eps_error:g}, delta_error={delta_error:g} on "
+                f"{grid.N} grid points (floating-point floor {fp:.2g}); the smallest certifiable delta with these "
+                f"settings is about {smallest:.2g}.  For tiny delta use a method that works in log space "
+                "(the saddle-point accountant, method='spa').")
+        val = max(c.epsilon(d) for c in curves)
+        up = max(c.epsilon(d - delta_error - fp) for c in curves) + eps_error
+        lo = max(0.0, max(c.epsilon(min(d + delta_error + fp, 1.0)) for c in curves) - eps_error)
+        return Estimate(val, lo, up, "fft", True, self.details())
+
+
 def delta(items, epsilon, eps_error=DEFAULT_EPS_ERROR, delta_error=1e-10, memory_limit=DEFAULT_MEMORY_LIMIT,
           variant="prv", L=None, n=None):
     """delta(epsilon) of the composition, max over add and remove (EstimateArray).
@@ -356,14 +404,7 @@ def delta(items, epsilon, eps_error=DEFAULT_EPS_ERROR, delta_error=1e-10, memory
     eps = np.atleast_1d(np.asarray(epsilon, float))
     if _variant(variant, L, n) == "fa":
         return fa_delta(items, eps, eps_error, delta_error, memory_limit, L, n)
-    grid, curves, fp = _curves(items, eps_error, delta_error, memory_limit)
-    val = np.max([c.delta(eps) for c in curves.values()], axis=0)
-    up = np.max([c.delta(eps - eps_error) for c in curves.values()], axis=0) + delta_error + fp
-    lo = np.max([c.delta(eps + eps_error) for c in curves.values()], axis=0) - delta_error - fp
-    val = np.clip(val, 0.0, 1.0)
-    up = np.clip(up, 0.0, 1.0)
-    lo = np.clip(lo, 0.0, 1.0)
-    return EstimateArray(val, lo, up, "fft", True, _details(grid, eps_error, delta_error, fp))
+    return Composed(items, eps_error, delta_error, memory_limit).delta(eps)
 
 
 def epsilon(items, delta_, eps_error=DEFAULT_EPS_ERROR, delta_error=None, memory_limit=DEFAULT_MEMORY_LIMIT,
@@ -377,19 +418,7 @@ def epsilon(items, delta_, eps_error=DEFAULT_EPS_ERROR, delta_error=None, memory
         raise ParameterError(f"delta_error must be below delta = {d:g}, got {delta_error:g}")
     if _variant(variant, L, n) == "fa":
         return fa_epsilon(items, d, eps_error, delta_error, memory_limit, L, n)
-    grid, curves, fp = _curves(items, eps_error, delta_error, memory_limit)
-    inf_mass = max(c.inf_mass for c in curves.values())
-    smallest = 2.0 * (delta_error + fp) + inf_mass
-    if d - delta_error - fp <= inf_mass:
-        raise NumericalLimitError(
-            f"delta = {d:g} cannot be certified with eps_error={eps_error:g}, delta_error={delta_error:g} on "
-            f"{grid.N} grid points (floating-point floor {fp:.2g}); the smallest certifiable delta with these "
-            f"settings is about {smallest:.2g}.  For tiny delta use a method that works in log space "
-            "(the saddle-point accountant, method='spa').")
-    val = max(c.epsilon(d) for c in curves.values())
-    up = max(c.epsilon(d - delta_error - fp) for c in curves.values()) + eps_error
-    lo = max(0.0, max(c.epsilon(min(d + delta_error + fp, 1.0)) for c in curves.values()) - eps_error)
-    return Estimate(val, lo, up, "fft", True, _details(grid, eps_error, delta_error, fp))
+    return Composed(items, eps_error, delta_error, memory_limit).epsilon(d)
 
 
 # ---------------------------------------------------------------------------------------------------
