@@ -19,7 +19,8 @@ __version__ = "0.1.0"
 #: companions (SymPy, SciPy, Numba) or a compiled engine.
 _LAZY = {
     "compose": ("composition", "compose"), "Composition": ("composition", "Composition"),
-    "PrivacyCurve": ("composition", "PrivacyCurve"),
+    "PrivacyCurve": ("composition", "PrivacyCurve"), "load_curve": ("composition", "load_curve"),
+    "CurveFileError": ("composition", "CurveFileError"),
     "Estimate": ("estimate", "Estimate"), "EstimateArray": ("estimate", "EstimateArray"),
     "Family": ("laws.family", "Family"), "Mechanism": ("laws.family", "Mechanism"), "PLRV": ("laws.plrv", "PLRV"),
     "catalog": ("laws.catalog", "catalog"),
@@ -62,4 +63,5 @@ __all__ = ["compose", "Composition", "Estimate", "EstimateArray", "rdp", "Family
            "SpecificationError",
            "ParameterError", "DerivationError", "NumericalLimitError", "individual", "GDPFilter",
            "AdaptiveGDPFilter", "GDPOdometer", "RDPFilter", "StateFileError", "individual_pld",
-           "IndividualPLDAccountant", "dpsgd", "calibrate", "Calibration", "PrivacyCurve"]
+           "IndividualPLDAccountant", "dpsgd", "calibrate", "Calibration", "PrivacyCurve",
+           "load_curve", "CurveFileError"]

@@ -12,6 +12,7 @@ pair).  Parameters are passed as ``--name value``.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 
@@ -27,10 +28,13 @@ def _parse_params(extra):
     for tok in it:
         if not tok.startswith("--"):
             raise MechkitError(f"expected --name value, got {tok!r}")
-        try:
-            val = next(it)
-        except StopIteration:
-            raise MechkitError(f"parameter {tok} has no value") from None
+        if "=" in tok:
+            tok, val = tok.split("=", 1)
+        else:
+            try:
+                val = next(it)
+            except StopIteration:
+                raise MechkitError(f"parameter {tok} has no value") from None
         try:
             params[tok[2:].replace("-", "_")] = float(val)
         except ValueError:
@@ -95,12 +99,65 @@ def _calibrate(args, params, out):
         cal = mk.calibrate(lambda t: _dpsgd(args, params, t), args.epsilon, args.delta, bounds, integer=True)
         label = "steps"
     est = cal.estimate
+    if args.json:
+        print(json.dumps({"value": cal.value, "parameter": args.what, "lower": float(est.lower),
+                          "upper": float(est.upper), "method": est.method, "certified": bool(est.certified),
+                          "neighbour": cal.neighbour, "neighbour_upper": float(cal.neighbour_upper),
+                          "evaluations": cal.evaluations, "epsilon": args.epsilon, "delta": args.delta,
+                          "params": params, "steps": args.steps, "scheme": args.scheme,
+                          "relation": args.relation}), file=out)
+        return 0
     print(f"{label:<16} {cal.value}", file=out)
     print(f"epsilon          <= {est.upper:.6f} at delta = {args.delta:g} (certified, method {est.method}; "
           f"interval [{est.lower:.6f}, {est.upper:.6f}])", file=out)
     print(f"next value       {cal.neighbour} has upper bound {cal.neighbour_upper:.6f} > {args.epsilon:g} "
           f"({cal.evaluations} evaluations)", file=out)
     return 0
+
+
+def _run(args, params):
+    """(the step's mechanism, the composition, its number of steps) for ``epsilon``/``delta``."""
+    if args.name == "dpsgd":
+        run = _dpsgd(args, params, args.steps)
+        return run.items[0][0], run, run.total_count
+    m = build(args.name, params, args.scheme, args.relation)
+    if args.steps is None or args.steps < 1:
+        raise MechkitError(f"--steps must be a positive integer, got {args.steps}")
+    return m, mk.compose((m, args.steps)), args.steps
+
+
+def _print_json(args, params, steps, est, out):
+    query = {"delta": args.delta} if args.cmd == "epsilon" else {"epsilon": args.epsilon}
+    record = {"value": float(est), "lower": float(est.lower), "upper": float(est.upper), "method": est.method,
+              "certified": bool(est.certified), "query": args.cmd, "name": args.name, "params": params,
+              "steps": steps, "scheme": args.scheme, "relation": args.relation, **query}
+    if "one_sided" in est.details:
+        record["note"] = est.details["one_sided"]
+    print(json.dumps(record, allow_nan=True), file=out)
+
+
+def _print_estimate(args, m, steps, est, out):
+    rel = "" if m.relation == "add_remove" else f" ({m.relation})"
+    if args.cmd == "epsilon":
+        print(f"mechanism  {m.name}{rel} x {steps} steps, delta = {args.delta:g}", file=out)
+        print(f"epsilon    {float(est):.6f}", file=out)
+        fmt = "{:.6f}"
+    else:
+        print(f"mechanism  {m.name}{rel} x {steps} steps, epsilon = {args.epsilon:g}", file=out)
+        print(f"delta      {float(est):.6e}", file=out)
+        fmt = "{:.6e}"
+    if est.certified:
+        print(f"bounds     [{fmt.format(est.lower)}, {fmt.format(est.upper)}]  (certified, method {est.method}; "
+              "max over add and remove)", file=out)
+    else:
+        print(f"bounds     none  (method {est.method} is an approximation, not certified)", file=out)
+    if "one_sided" in est.details:
+        print("note       sampling without replacement: the lower bound is attained by a pair of datasets, "
+              "the upper bound holds however the worst case changes from step to step "
+              "(docs/relations.md)", file=out)
+    if est.details.get("reliable") is False:
+        print(f"note       the {est.method} expansion is outside its regime here (large correction "
+              "term); trust the bounds, or use --method fft", file=out)
 
 
 def _show(m, out):
@@ -126,9 +183,15 @@ def _show(m, out):
         print(f"   epsilon({d:g}) = {m.epsilon(d):.6f}", file=out)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors on one line (``mechkit: error: ...``, exit code 2), as mechkit's own errors."""
+
+    def error(self, message):
+        self.exit(2, f"mechkit: error: {self.prog.split(' ', 1)[-1] + ': ' if ' ' in self.prog else ''}{message}\n")
+
+
 def main(argv=None, out=sys.stdout):
-    ap = argparse.ArgumentParser(prog="mechkit", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = _Parser(prog="mechkit", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     sp_show = sub.add_parser("show", help="what mechkit derived for a mechanism")
     sp_show.add_argument("name")
@@ -140,6 +203,12 @@ def main(argv=None, out=sys.stdout):
     sp_eps.add_argument("--delta", type=float, required=True)
     sp_eps.add_argument("--method", default="fft", choices=sorted(METHODS))
     sp_eps.add_argument("--eps-error", type=float, default=None, help="fft: half-width of the certified interval")
+    sp_del = sub.add_parser("delta", help="delta of `--steps` compositions at `--epsilon` (NAME dpsgd as for epsilon)")
+    sp_del.add_argument("name")
+    sp_del.add_argument("--steps", type=int, default=None)
+    sp_del.add_argument("--epsilon", type=float, required=True)
+    sp_del.add_argument("--method", default="fft", choices=sorted(m for m in METHODS if m != "rdp"))
+    sp_del.add_argument("--eps-error", type=float, default=None, help="fft: the epsilon budget of the bounds")
     sp_cal = sub.add_parser("calibrate", help="the noise multiplier (or steps) of a DP-SGD run that meets --epsilon "
                             "at --delta, by a certified upper bound")
     sp_cal.add_argument("what", choices=["noise-multiplier", "steps"])
@@ -147,7 +216,10 @@ def main(argv=None, out=sys.stdout):
     sp_cal.add_argument("--delta", type=float, required=True)
     sp_cal.add_argument("--steps", type=int, default=None)
     sp_cal.add_argument("--bounds", type=float, nargs=2, default=None, help="the interval searched")
-    for p in (sp_show, sp_eps, sp_cal):
+    for p in (sp_eps, sp_del, sp_cal):
+        p.add_argument("--json", action="store_true", help="print one JSON object (value, lower, upper, method, "
+                       "certified and the inputs)")
+    for p in (sp_show, sp_eps, sp_del, sp_cal):
         p.add_argument("--scheme", choices=SCHEMES, default=None,
                        help="with subsampled-NAME: the sampling scheme (default poisson)")
         p.add_argument("--relation", choices=RELATIONS, default=None,
@@ -157,35 +229,19 @@ def main(argv=None, out=sys.stdout):
         params = _parse_params(extra)
         if args.cmd == "calibrate":
             return _calibrate(args, params, out)
-        if args.cmd == "epsilon" and args.name == "dpsgd":
-            run = _dpsgd(args, params, args.steps)
-            m, steps = run.items[0][0], run.total_count
-        else:
-            m = build(args.name, params, args.scheme, args.relation)
         if args.cmd == "show":
-            _show(m, out)
-        else:
-            if args.name != "dpsgd":
-                if args.steps is None or args.steps < 1:
-                    raise MechkitError(f"--steps must be a positive integer, got {args.steps}")
-                run, steps = mk.compose((m, args.steps)), args.steps
-            opts = {} if args.eps_error is None else {"eps_error": args.eps_error}
+            _show(build(args.name, params, args.scheme, args.relation), out)
+            return 0
+        m, run, steps = _run(args, params)
+        opts = {} if args.eps_error is None else {"eps_error": args.eps_error}
+        if args.cmd == "epsilon":
             est = run.epsilon(args.delta, method=args.method, **opts)
-            rel = "" if m.relation == "add_remove" else f" ({m.relation})"
-            print(f"mechanism  {m.name}{rel} x {steps} steps, delta = {args.delta:g}", file=out)
-            print(f"epsilon    {float(est):.6f}", file=out)
-            if est.certified:
-                print(f"bounds     [{est.lower:.6f}, {est.upper:.6f}]  (certified, method {est.method}; "
-                      "max over add and remove)", file=out)
-            else:
-                print(f"bounds     none  (method {est.method} is an approximation, not certified)", file=out)
-            if "one_sided" in est.details:
-                print("note       sampling without replacement: the lower bound is attained by a pair of datasets, "
-                      "the upper bound holds however the worst case changes from step to step "
-                      "(docs/relations.md)", file=out)
-            if est.details.get("reliable") is False:
-                print(f"note       the {est.method} expansion is outside its regime here (large correction "
-                      "term); trust the bounds, or use --method fft", file=out)
+        else:
+            est = run.delta(args.epsilon, method=args.method, **opts)
+        if args.json:
+            _print_json(args, params, steps, est, out)
+            return 0
+        _print_estimate(args, m, steps, est, out)
     except MechkitError as exc:
         print(f"mechkit: error: {exc}", file=sys.stderr)
         return 2

@@ -12,91 +12,17 @@ import importlib
 import inspect
 import math
 import numbers
-from collections.abc import Iterable, Mapping
+import os
+from collections.abc import Iterable
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import relations
-from .accountants import METHODS
-from .accountants import gdp as _gdp
-from .accountants import rdp as _rdp
+from . import persist, relations
+from .accountants.registry import ACCOUNTANTS
 from .errors import ParameterError, check_finite_real, check_real, real_array
 from .estimate import Estimate, EstimateArray
 from .laws.family import Mechanism
-from .progress import announce
-
-
-def _rdp_epsilon(items, delta, **options):
-    if options:
-        raise ParameterError(f"method 'rdp' takes no options, got {sorted(options)}")
-    eps, alpha = _rdp.epsilon(items, delta)
-    return Estimate(eps, 0.0, eps, "rdp", True, {"alpha": alpha, "note": "Renyi-DP upper bound"})
-
-
-def _rdp_delta(items, epsilon, **options):
-    raise ParameterError("method 'rdp' answers epsilon(delta) only; use method='fft' for delta(epsilon)")
-
-
-def _gdp_mu(items):
-    """The CLT / mu-GDP approximation: mu^2 = sum k_i Var(L_i), max over directions (notes.md 4.1, 5.6)."""
-    mu2 = 0.0
-    for d in relations.DIRECTIONS:
-        v = sum(c * m.plrv(d).cgf(0.0, 2) for m, c in items)
-        if not math.isfinite(v):
-            raise ParameterError("method 'gdp' needs a finite variance of every privacy loss")
-        mu2 = max(mu2, v)
-    return math.sqrt(mu2)
-
-
-def _gdp_details(mu):
-    return {"mu": mu, "note": "central-limit (mu-GDP) approximation: no bounds; it tends to under-report epsilon"}
-
-
-def _gdp_epsilon(items, delta, **options):
-    if options:
-        raise ParameterError(f"method 'gdp' takes no options, got {sorted(options)}")
-    mu = _gdp_mu(items)
-    return Estimate(_gdp.epsilon(mu, delta), 0.0, math.inf, "gdp", False, _gdp_details(mu))
-
-
-def _gdp_delta(items, epsilon, **options):
-    if options:
-        raise ParameterError(f"method 'gdp' takes no options, got {sorted(options)}")
-    mu = _gdp_mu(items)
-    val = np.array([_gdp.delta(mu, e) for e in epsilon])
-    return EstimateArray(val, np.zeros_like(val), np.ones_like(val), "gdp", False, _gdp_details(mu))
-
-
-class _Accountants(Mapping):
-    """method -> (epsilon function, delta function).  An accountant's module is imported on its first use, so
-    a query compiles (or loads from Numba's cache) only the accountant it asks for."""
-
-    _MODULES = {"fft": "fft", "spa": "spa", "edgeworth": "edgeworth", "auto": "auto"}
-    _LOCAL = {"rdp": (_rdp_epsilon, _rdp_delta), "gdp": (_gdp_epsilon, _gdp_delta)}
-
-    def __init__(self):
-        self._loaded = dict(self._LOCAL)
-
-    def __getitem__(self, method):
-        got = self._loaded.get(method)
-        if got is None:
-            with announce(f"compiling the {method} accountant"):
-                mod = importlib.import_module(f"{__package__}.accountants.{self._MODULES[method]}")
-            got = self._loaded[method] = (mod.epsilon, mod.delta)
-        return got
-
-    def __contains__(self, method):
-        return method in METHODS
-
-    def __iter__(self):
-        return iter(METHODS)
-
-    def __len__(self):
-        return len(METHODS)
-
-
-ACCOUNTANTS = _Accountants()
 
 
 #: the largest count of one mechanism: counts enter the accountants as doubles (k K(t), k log phi(t), ...), and
@@ -504,6 +430,93 @@ class PrivacyCurve:
 
     def __repr__(self):
         return f"PrivacyCurve({self.composition!r}, eps_error={self.eps_error:g}, delta_error={self.delta_error:g})"
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the curve to ``path`` (checksummed, atomic; ``load_curve`` reads it back bit for bit).
+
+        Parameters
+        ----------
+        path : the file (replaced if it exists).
+        """
+        comp, hx = self.composition, float.hex
+        top = comp._largest()
+        meta = {"format": CURVE_FORMAT, "version": CURVE_VERSION, "description": repr(comp),
+                "top": [hx(float(v)) for v in top[:3]] + [top[3]],
+                "inf_mass": {d: hx(comp.inf_mass(d)) for d in relations.DIRECTIONS},
+                "n_items": len(comp._items), "n_acc": len(comp._acc)}
+        arrays = {}
+        for part, composed in (("upper", self._upper), ("lower", self._lower)):
+            meta[part], arr = composed.state()
+            arrays.update({f"{part}_{k}": v for k, v in arr.items()})
+        persist.save(path, meta, arrays)
+
+
+CURVE_FORMAT = "mechkit.curve"
+CURVE_VERSION = 1
+
+
+class CurveFileError(ParameterError):
+    """A saved privacy curve cannot be read: missing, truncated, corrupt, or of another format or version."""
+
+
+class _Saved(Composition):
+    """What a loaded curve answers through: the saved largest loss and masses at +inf of the composition, and as
+    many placeholder items as it had (``PrivacyCurve`` tells its two item sets apart by identity)."""
+
+    __slots__ = ("_description", "_inf")
+
+    def __init__(self, meta):
+        fh = float.fromhex
+        for name, value in (("_items", (None,) * int(meta["n_items"])), ("_acc", (None,) * int(meta["n_acc"])),
+                            ("_top", tuple(fh(v) for v in meta["top"][:3]) + (meta["top"][3],)),
+                            ("_description", str(meta["description"])),
+                            ("_inf", {d: fh(meta["inf_mass"][d]) for d in relations.DIRECTIONS})):
+            object.__setattr__(self, name, value)
+
+    def inf_mass(self, direction):
+        return self._inf[relations.check_direction(direction)]
+
+    def __repr__(self):
+        return self._description
+
+
+def load_curve(path: str | os.PathLike) -> PrivacyCurve:
+    """A privacy curve saved by ``PrivacyCurve.save``: its answers are those of the saved curve, bit for bit.  Its
+    ``composition`` is a stand-in with the saved description (its mechanisms are not stored).
+
+    Parameters
+    ----------
+    path : the file.
+
+    Returns
+    -------
+    The ``PrivacyCurve``.
+
+    Raises
+    ------
+    CurveFileError : (naming the file) truncated, corrupt, of another format or version, or inconsistent.
+    FileNotFoundError : no such file.
+    """
+    bad = lambda why: CurveFileError(f"{os.fspath(path)!r} is not a valid mechkit privacy-curve file: {why}")
+    meta, arrays = persist.load(path, bad)
+    if meta.get("format") != CURVE_FORMAT:
+        raise bad("not written by PrivacyCurve.save")
+    if meta.get("version") != CURVE_VERSION:
+        raise bad(f"format version {meta.get('version')!r}; this mechkit reads version {CURVE_VERSION}")
+    fft = importlib.import_module(f"{__package__}.accountants.fft")
+    try:
+        curve = PrivacyCurve.__new__(PrivacyCurve)
+        curve.composition = _Saved(meta)
+        parts = {}
+        for part in ("upper", "lower"):
+            sub = {k[len(part) + 1:]: v for k, v in arrays.items() if k.startswith(part + "_")}
+            parts[part] = fft.Composed.restore(meta[part], sub)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise bad(f"inconsistent contents ({type(exc).__name__}: {exc})") from None
+    curve._upper = parts["upper"]
+    curve._lower = parts["lower"] if curve.composition.one_sided else curve._upper
+    curve.eps_error, curve.delta_error = curve._upper.eps_error, curve._upper.delta_error
+    return curve
 
 
 def _as_items(obj):

@@ -111,3 +111,33 @@ def test_dpsgd_and_calibrate_errors_are_one_line(argv, capsys):
     assert main(argv, out=io.StringIO()) == 2
     err = capsys.readouterr().err
     assert err.startswith("mechkit: error:") and len(err.strip().splitlines()) == 1
+
+
+def test_delta_json_and_name_equals_value():
+    """`mechkit delta`, `--json` (the Estimate's numbers and the inputs) and `--name=value`, against the API."""
+    import json
+
+    import mechkit as mk
+    out = io.StringIO()
+    assert main(["delta", "dpsgd", "--noise-multiplier=0.8", "--sampling-rate=0.01", "--steps=500", "--epsilon", "2",
+                 "--json"], out=out) == 0
+    rec = json.loads(out.getvalue())
+    api = mk.dpsgd(0.8, 0.01, 500).delta(2.0)
+    assert (rec["value"], rec["lower"], rec["upper"]) == (float(api), api.lower, api.upper)
+    assert rec["certified"] is True and rec["method"] == "fft" and rec["epsilon"] == 2.0 and rec["steps"] == 500
+    out = io.StringIO()
+    assert main(["epsilon", "gaussian", "--sigma=2", "--steps", "10", "--delta", "1e-5", "--json"], out=out) == 0
+    rec = json.loads(out.getvalue())
+    api = mk.compose((mk.gaussian(2.0), 10)).epsilon(1e-5)
+    assert rec["value"] == float(api) and rec["params"] == {"sigma": 2.0} and rec["delta"] == 1e-5
+    out = io.StringIO()
+    assert main(["delta", "gaussian", "--sigma", "2", "--steps", "10", "--epsilon", "1"], out=out) == 0
+    assert out.getvalue().splitlines()[1].startswith("delta")
+
+
+def test_argparse_errors_are_one_line(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["delta", "gaussian", "--sigma", "2", "--steps", "3", "--epsilon", "1", "--method", "rdp"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mechkit: error:") and len(err.strip().splitlines()) == 1 and "rdp" in err

@@ -54,3 +54,33 @@ def test_curve_refuses_what_it_cannot_certify():
     with pytest.raises(ParameterError, match="eps_error"):
         mk.compose((mk.gaussian(1.0), 3)).curve(eps_error=-1.0)
     assert curve.epsilon(0.0) == math.inf  # the Gaussian loss is unbounded: exact, no lookup
+
+
+def test_saved_curve_answers_bit_for_bit_and_refuses_bad_files(tmp_path):
+    run = mk.dpsgd(noise_multiplier=1.0, sampling_rate=0.02, steps=200)
+    curve = run.curve()
+    path = tmp_path / "run.curve"
+    curve.save(path)
+    back = mk.load_curve(path)
+    assert repr(back.composition) == repr(run) and back.eps_error == curve.eps_error
+    for d in (0.0, 1e-3, 1e-6, 1e-9):
+        a, b = curve.epsilon(d), back.epsilon(d)
+        assert (float(a), a.lower, a.upper, a.details) == (float(b), b.lower, b.upper, b.details)
+    eps = [0.0, 0.5, 1.0, 3.0]
+    a, b = curve.delta(eps), back.delta(eps)
+    assert np.array_equal(np.asarray(a), np.asarray(b)) and np.array_equal(a.lower, b.lower)
+    assert np.array_equal(a.upper, b.upper)
+    data = path.read_bytes()
+    corrupt = tmp_path / "corrupt.curve"
+    corrupt.write_bytes(data[:-200] + bytes(200))
+    with pytest.raises(mk.CurveFileError, match="not a valid mechkit privacy-curve file"):
+        mk.load_curve(corrupt)
+    (tmp_path / "short.curve").write_bytes(data[: len(data) // 2])
+    with pytest.raises(mk.CurveFileError, match="truncated or corrupt"):
+        mk.load_curve(tmp_path / "short.curve")
+    state = tmp_path / "filter.npz"
+    mk.GDPFilter(3, epsilon=1.0, delta=1e-5).save(state)
+    with pytest.raises(mk.CurveFileError, match="not written by PrivacyCurve.save"):
+        mk.load_curve(state)
+    with pytest.raises(FileNotFoundError):
+        mk.load_curve(tmp_path / "missing.curve")

@@ -3,19 +3,15 @@ atomic state file (``save``/``load``), and the registry of persistent accountant
 """
 from __future__ import annotations
 
-import hashlib
-import io
-import json
 import math
 import numbers
 import os
-import tempfile
-from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .. import persist
 from ..errors import MechkitError, ParameterError, check_finite_real
 
 FORMAT = "mechkit.individual"
@@ -68,66 +64,11 @@ def check_array(name: str, values: ArrayLike, *, length: int | None = None, allo
     return arr
 
 
-def _digest(arrays, meta_bytes):
-    h = hashlib.sha256()
-    h.update(meta_bytes)
-    for name in sorted(arrays):
-        a = np.asarray(arrays[name], order="C")
-        h.update(f"\0{name}\0{a.dtype.str}\0{a.shape}\0".encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
-
-
-def _atomic_write(path, data):
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:  # make the rename itself durable (best effort: not every platform can open a directory)
-        dfd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
-
-
 def _read_state(path):
     """(meta dict, arrays dict) of a state file, verified; StateFileError naming the file otherwise."""
-    data = Path(path).read_bytes()  # a missing file raises FileNotFoundError, which names it
     bad = lambda why: StateFileError(f"{os.fspath(path)!r} is not a valid mechkit individual-accounting state "
                                      f"file: {why}")
-    try:
-        z = np.load(io.BytesIO(data), allow_pickle=False)
-        if not isinstance(z, np.lib.npyio.NpzFile):
-            raise ValueError("not an npz archive")
-        with z:
-            arrays = {name: z[name] for name in z.files}
-    except Exception as exc:  # noqa: BLE001 -- any failure to parse untrusted bytes means a bad file
-        raise bad(f"truncated or corrupt ({type(exc).__name__}: {exc})") from None
-    for key in ("meta", "sha256"):
-        if key not in arrays:
-            raise bad(f"the {key!r} record is missing")
-    meta_bytes = arrays.pop("meta").tobytes()
-    stored = arrays.pop("sha256").tobytes().decode("ascii", "replace")
-    if _digest(arrays, meta_bytes) != stored:
-        raise bad("checksum mismatch (the file is corrupt)")
-    try:
-        meta = json.loads(meta_bytes.decode("utf-8"))
-    except ValueError as exc:
-        raise bad(f"unreadable header ({exc})") from None
+    meta, arrays = persist.load(path, bad)
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise bad("not written by mechkit.individual")
     if meta.get("version") != FORMAT_VERSION:
@@ -192,15 +133,9 @@ class Persistent:
         ----------
         path : the state file (replaced if it exists).
         """
-        arrays = {k: np.asarray(v, order="C") for k, v in self._arrays().items()}
         meta = {"format": FORMAT, "version": FORMAT_VERSION, "kind": self._kind, "n_examples": self._n,
                 "params": {k: (float(v).hex() if isinstance(v, float) else v) for k, v in self._params().items()}}
-        meta_bytes = json.dumps(meta, sort_keys=True).encode("utf-8")
-        sha = _digest(arrays, meta_bytes)
-        buf = io.BytesIO()
-        np.savez(buf, meta=np.frombuffer(meta_bytes, dtype=np.uint8),
-                 sha256=np.frombuffer(sha.encode("ascii"), dtype=np.uint8), **arrays)
-        _atomic_write(path, buf.getvalue())
+        persist.save(path, meta, self._arrays())
 
     @classmethod
     def load(cls: type[_P], path: str | os.PathLike) -> _P:

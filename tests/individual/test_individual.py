@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 import mechkit as mk
 from mechkit import gdp
 from mechkit import individual as ind
-from mechkit.individual import filters, state
+from mechkit import persist
+from mechkit.individual import filters
 from mechkit.errors import MechkitError, ParameterError
 
 DELTA = 1e-5
@@ -464,7 +465,7 @@ def test_future_version_is_rejected(tmp_path):
     meta["version"] = 99
     mb = json.dumps(meta, sort_keys=True).encode()
     arrays = {k: v for k, v in members.items() if k not in ("meta", "sha256")}
-    sha = state._digest(arrays, mb)
+    sha = persist.digest(arrays, mb)
     p = tmp_path / "future.npz"
     np.savez(p, meta=np.frombuffer(mb, np.uint8), sha256=np.frombuffer(sha.encode(), np.uint8), **arrays)
     with pytest.raises(ind.StateFileError, match="version 99"):

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 import mechkit as mk
 from mechkit import gdp
 from mechkit import individual as ind
+from mechkit import persist
 from mechkit.individual import state
 from mechkit import individual_pld as ipld
 from mechkit.errors import MechkitError, ParameterError
@@ -263,7 +264,7 @@ def test_bad_state_files_are_rejected(tmp_path):
     members["counts"][0, 0] = 50
     meta = members.pop("meta").tobytes()
     members.pop("sha256")
-    sha = state._digest(members, meta)
+    sha = persist.digest(members, meta)
     np.savez(tmp_path / "bad.npz", meta=np.frombuffer(meta, np.uint8), sha256=np.frombuffer(sha.encode(), np.uint8),
              **members)
     with pytest.raises(ind.StateFileError, match="bucket counts exceed"):
