@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import importlib
 
-from .errors import DerivationError, MechkitError, NumericalLimitError, ParameterError, SpecificationError
+from .errors import (DerivationError, MechkitError, MechkitWarning, NumericalLimitError, ParameterError,
+                     SpecificationError)
 from .laws import catalog as _catalog
 
 __version__ = "0.1.0"
@@ -63,5 +64,5 @@ __all__ = ["compose", "Composition", "Estimate", "EstimateArray", "rdp", "Family
            "SpecificationError",
            "ParameterError", "DerivationError", "NumericalLimitError", "individual", "GDPFilter",
            "AdaptiveGDPFilter", "GDPOdometer", "RDPFilter", "StateFileError", "individual_pld",
-           "IndividualPLDAccountant", "dpsgd", "calibrate", "Calibration", "PrivacyCurve",
+           "IndividualPLDAccountant", "dpsgd", "calibrate", "Calibration", "PrivacyCurve", "MechkitWarning",
            "load_curve", "CurveFileError"]

@@ -12,9 +12,10 @@ end: its certified upper bound meets the target, and moving it by the tolerance 
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 
-from .errors import MechkitError, ParameterError, check_real
+from .errors import MechkitError, MechkitWarning, ParameterError, check_real
 from .estimate import Estimate
 
 
@@ -27,7 +28,8 @@ class Calibration:
     estimate : the ``Estimate`` of epsilon(delta) at ``value`` (certified by the method).
     neighbour : the parameter ``tolerance`` away on the other side, whose certified upper bound exceeds the target.
     neighbour_upper : that upper bound.
-    evaluations : how many compositions were accounted.
+    evaluations : how many compositions were accounted with certified bounds (the saddle-point estimates that place
+        the first guess, milliseconds each, are not counted).
     target : (epsilon, delta).
     integer : whether the parameter is an integer (``value`` is then an int).
 
@@ -103,6 +105,11 @@ def calibrate(make: Callable[[float], object], epsilon: float, delta: float, bou
 
     def upper(x):
         count[0] += 1
+        with warnings.catch_warnings():  # the search's own queries: only the answer's Estimate speaks
+            warnings.simplefilter("ignore", MechkitWarning)
+            return _upper(x)
+
+    def _upper(x):
         run = make(int(x) if integer else float(x))
         try:
             est = run.epsilon(dlt, method=method, **options)
@@ -117,25 +124,28 @@ def calibrate(make: Callable[[float], object], epsilon: float, delta: float, bou
             raise ParameterError(f"method {method!r} does not certify an upper bound; calibrate with 'fft' or 'spa'")
         return est
 
-    e_lo, e_hi = upper(lo), upper(hi)
-    if e_lo.upper == e_hi.upper:
-        raise ParameterError(f"the certified epsilon is {e_lo.upper:g} at both bounds: no direction to search")
-    ok_lo, ok_hi = e_lo.upper <= eps, e_hi.upper <= eps
-    if ok_lo == ok_hi:
-        what = "every value in bounds meets" if ok_lo else "no value in bounds meets"
-        raise ParameterError(f"{what} epsilon = {eps:g} at delta = {dlt:g} (certified upper bounds: {e_lo.upper:.6g} "
-                             f"at {lo!r}, {e_hi.upper:.6g} at {hi!r}); change bounds")
-    good, bad = (lo, hi) if ok_lo else (hi, lo)
-    e_good, e_bad = (e_lo, e_hi) if ok_lo else (e_hi, e_lo)
-
     def close(a, b):
         return abs(a - b) <= tol if integer else abs(a - b) <= tol * min(abs(a), abs(b))
 
-    while not close(good, bad):
+    def between(a, b):
+        """A point between a and b: geometric where both are positive and far apart (the parameters span decades),
+        arithmetic otherwise; an integer for an integer parameter."""
         if integer:
-            mid = (good + bad) // 2
-        else:
-            mid = math.sqrt(good * bad) if good > 0 and bad > 0 else 0.5 * (good + bad)
+            if min(a, b) >= 1 and max(a, b) > 2 * min(a, b):
+                return int(round(math.sqrt(a * b)))
+            return (a + b) // 2
+        return math.sqrt(a * b) if a > 0 and b > 0 else 0.5 * (a + b)
+
+    bracket = None
+    if method != "spa":
+        guess = _cheap_crossing(make, dlt, eps, lo, hi, integer, between)
+        if guess is not None:
+            bracket = _certified_bracket(upper, guess, eps, lo, hi, integer)
+    if bracket is None:
+        bracket = _bounds_bracket(upper, eps, dlt, lo, hi)
+    good, e_good, bad, e_bad = bracket
+    while not close(good, bad):
+        mid = between(good, bad)
         if mid in (good, bad):
             break
         e_mid = upper(mid)
@@ -144,6 +154,80 @@ def calibrate(make: Callable[[float], object], epsilon: float, delta: float, bou
         else:
             bad, e_bad = mid, e_mid
     return Calibration(good, e_good, bad, e_bad.upper, count[0], (eps, dlt), integer)
+
+
+def _bounds_bracket(upper, eps, dlt, lo, hi):
+    """(feasible end, its Estimate, infeasible end, its Estimate) from certified answers at both bounds, or the
+    ParameterError of a target that no value, or every value, in the bounds meets."""
+    e_lo, e_hi = upper(lo), upper(hi)
+    if e_lo.upper == e_hi.upper:
+        raise ParameterError(f"the certified epsilon is {e_lo.upper:g} at both bounds: no direction to search")
+    ok_lo, ok_hi = e_lo.upper <= eps, e_hi.upper <= eps
+    if ok_lo == ok_hi:
+        what = "every value in bounds meets" if ok_lo else "no value in bounds meets"
+        raise ParameterError(f"{what} epsilon = {eps:g} at delta = {dlt:g} (certified upper bounds: {e_lo.upper:.6g} "
+                             f"at {lo!r}, {e_hi.upper:.6g} at {hi!r}); change bounds")
+    return (lo, e_lo, hi, e_hi) if ok_lo else (hi, e_hi, lo, e_lo)
+
+
+def _cheap_crossing(make, dlt, eps, lo, hi, integer, between):
+    """Where the saddle point's *estimate* of epsilon crosses the target (milliseconds an evaluation): a guess that
+    the certified search starts from, None where the estimates cannot place one (the search then starts from the
+    bounds).  Nothing is certified from it."""
+
+    def cheap(x):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MechkitWarning)
+                v = float(make(int(x) if integer else float(x)).epsilon(dlt, method="spa"))
+        except MechkitError:
+            return None
+        return v if not math.isnan(v) else None
+
+    c_lo, c_hi = cheap(lo), cheap(hi)
+    if c_lo is None or c_hi is None or c_lo == c_hi or (c_lo <= eps) == (c_hi <= eps):
+        return None
+    a, b = (lo, hi) if c_lo <= eps else (hi, lo)  # a: estimated feasible
+    for _ in range(60):
+        if (abs(a - b) <= 1) if integer else (abs(a - b) <= 1e-4 * min(abs(a), abs(b))):
+            break
+        mid = between(a, b)
+        if mid in (a, b):
+            break
+        c = cheap(mid)
+        if c is None:
+            return None
+        a, b = (mid, b) if c <= eps else (a, mid)
+    return a
+
+
+def _certified_bracket(upper, guess, eps, lo, hi, integer):
+    """(feasible, its Estimate, infeasible, its Estimate) by certified answers, stepping out from ``guess`` (1% at
+    first, doubling) until the target is crossed; None where a bound is reached first (the caller then brackets
+    from the bounds, which also reports a target outside them)."""
+    e = upper(guess)
+    feasible = e.upper <= eps
+    # the side to search: towards the infeasible values from a feasible guess, and back from an infeasible one;
+    # which way that is comes from the certified answers at the guess and one step away
+    step = max(1, round(0.01 * abs(guess))) if integer else 0.01
+    for direction in (+1, -1):
+        x, ex, k = guess, e, step
+        while True:
+            y = (x + direction * k) if integer else x * (1.0 + k) ** direction
+            y = min(max(y, lo), hi)
+            if y == x:
+                break
+            ey = upper(y)
+            if (ey.upper <= eps) != feasible:
+                if feasible:
+                    return x, ex, y, ey
+                return y, ey, x, ex
+            if (ey.upper > ex.upper) == feasible and ey.upper != ex.upper:
+                x, ex = y, ey  # moving towards the crossing: keep going, farther each time
+                k *= 2
+            else:
+                break  # moving away from the crossing: try the other direction
+    return None
 
 
 __all__ = ["Calibration", "calibrate"]

@@ -14,11 +14,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 
 
 import mechkit as mk
 from mechkit.accountants import METHODS
-from mechkit.errors import MechkitError
+from mechkit.errors import MechkitError, MechkitWarning
 from mechkit.relations import RELATIONS, SCHEMES
 
 
@@ -225,6 +226,19 @@ def main(argv=None, out=sys.stdout):
         p.add_argument("--relation", choices=RELATIONS, default=None,
                        help="the neighbouring relation (default: the mechanism's, add_remove for most)")
     args, extra = ap.parse_known_args(argv)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", MechkitWarning)
+        code = _dispatch(args, extra, out)
+    for w in caught:
+        if issubclass(w.category, MechkitWarning):
+            print(f"mechkit: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return code
+
+
+def _dispatch(args, extra, out):
+    """Run the parsed command; a ``MechkitError`` is printed on one line (exit code 2)."""
     try:
         params = _parse_params(extra)
         if args.cmd == "calibrate":

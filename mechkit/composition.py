@@ -13,6 +13,7 @@ import inspect
 import math
 import numbers
 import os
+import warnings
 from collections.abc import Iterable
 
 import numpy as np
@@ -20,8 +21,8 @@ from numpy.typing import ArrayLike
 
 from . import persist, relations
 from .accountants.registry import ACCOUNTANTS
-from .errors import ParameterError, check_finite_real, check_real, real_array
-from .estimate import Estimate, EstimateArray
+from .errors import MechkitWarning, ParameterError, check_finite_real, check_real, real_array
+from .estimate import Estimate, EstimateArray, weakness
 from .laws.family import Mechanism
 
 
@@ -66,6 +67,15 @@ INF_MASS_MARGIN = 1e-12
 
 def _key(m):
     return (m.family.key, m.family.relation, m.family.one_sided, tuple(m.theta.tolist()))
+
+
+def _warned(est):
+    """``est``, after a ``MechkitWarning`` where it says little (``estimate.weakness``)."""
+    why = weakness(est)
+    if why:
+        warnings.warn(MechkitWarning(f"{est.method}: {why}; the bounds hold, but for a narrow certified answer use "
+                                     "method='fft' (or a smaller eps_error)"), stacklevel=4)
+    return est
 
 
 class _Reversed:
@@ -279,12 +289,13 @@ class Composition:
             return self._below_inf_mass(d, method) or self._capped(self._answer(fn, d, options))
 
         if np.ndim(delta) == 0:
-            return one(check_real("delta", delta, low=0.0, high=1.0, low_open=False))
+            return _warned(one(check_real("delta", delta, low=0.0, high=1.0, low_open=False)))
         ds = [check_finite_real("delta", d, low=0.0, high=1.0, low_open=False)
               for d in np.ravel(real_array("delta", delta))]
         res = [one(d) for d in ds]
-        return EstimateArray([float(r) for r in res], [r.lower for r in res], [r.upper for r in res],
-                             method, all(r.certified for r in res))
+        details = {k: v for r in res for k, v in r.details.items() if k in ("reliable", "one_sided")}
+        return _warned(EstimateArray([float(r) for r in res], [r.lower for r in res], [r.upper for r in res],
+                                     method, all(r.certified for r in res), details))
 
     def delta(self, epsilon: float | ArrayLike, method: str = "fft", **options: object) -> Estimate | EstimateArray:
         """delta(epsilon) = max over add and remove of the hockey-stick divergence of the composition.
@@ -314,7 +325,7 @@ class Composition:
         if np.any(np.isnan(eps)) or np.any(eps < 0) or np.any(np.isinf(eps)):
             bad = [e for e in eps.tolist() if not (0 <= e < math.inf)]
             raise ParameterError(f"epsilon must lie in [0, inf), got {bad[0]!r}")
-        res = self._answer(fn, eps, options)
+        res = _warned(self._answer(fn, eps, options))
         return res[0] if np.ndim(epsilon) == 0 else res
 
     def _answer(self, fn, arg, options):

@@ -28,6 +28,11 @@ class NumericalLimitError(MechkitError):
     """The requested answer cannot be certified in double precision with the given settings."""
 
 
+class MechkitWarning(UserWarning):
+    """An answer that stands but says little: a certified interval wider than the estimate itself, or an expansion
+    flagged outside its regime (``details["reliable"] is False``).  The command line prints it on one line."""
+
+
 class CacheWarning(UserWarning):
     """The on-disk cache cannot be used (e.g. an unwritable ``MECHKIT_CACHE_DIR``); a temporary one is used instead."""
 

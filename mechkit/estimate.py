@@ -97,10 +97,37 @@ class Estimate(float):
         parts.append(f"method={self.method!r}")
         if not self.certified:
             parts.append("certified=False")
+        weak = weakness(self)
+        if weak:
+            parts.append(f"note={weak!r}")
         return f"Estimate({', '.join(parts)})"
 
     def __reduce__(self):
         return (type(self), (float(self), self.lower, self.upper, self.method, self.certified, self.details))
+
+
+def weakness(est: Estimate | EstimateArray) -> str:
+    """Why an answer says little, or '' where it does not: a certified interval wider than the estimate itself (at
+    any element of an array), or an expansion flagged outside its regime (``details["reliable"] is False``).
+
+    Parameters
+    ----------
+    est : an ``Estimate`` or ``EstimateArray``.
+
+    Returns
+    -------
+    The reason in a few words, or ''.
+    """
+    why = []
+    if est.details.get("reliable") is False:
+        why.append("the expansion is outside its regime (details['reliable'] is False)")
+    if est.certified and est.lower is not None and est.upper is not None:
+        with np.errstate(invalid="ignore"):
+            width = np.asarray(est.upper, float) - np.asarray(est.lower, float)
+            wide = width > np.abs(np.asarray(est, float))
+        if np.any(wide):
+            why.append("the certified interval is wider than the estimate")
+    return "; ".join(why)
 
 
 _NO_WRITE = ("an EstimateArray is not written in place (its lower/upper would no longer describe its values); "

@@ -18,8 +18,6 @@ PINNED = {
         "about 2.5 s an example (the heterogeneous contour reference)",
     "tests/transforms/test_relations_and_sampling.py::test_random_without_replacement_upper_bounds_hold_both_orientations":
         "about 2 s an example (three two-run nested integrals by brute force)",
-    "tests/test_training_and_calibration.py::test_calibrated_noise_is_safe_and_tight":
-        "about 0.4 s an example (a calibration is some 16 accountings)",
 }
 
 
