@@ -29,7 +29,7 @@ _LAZY = {
     "dpsgd": ("training", "dpsgd"), "calibrate": ("calibration", "calibrate"),
     "Calibration": ("calibration", "Calibration"),
     "replace_one": ("transforms", "replace_one"), "with_relation": ("transforms", "with_relation"),
-    "gdp": ("accountants.gdp", None), "rdp": ("accountants.rdp", None),
+    "gdp": ("accountants.gdp", None), "rdp": ("accountants.rdp", None), "fdp": ("fdp", None),
     "individual": ("individual", None), "individual_pld": ("individual.pld", None),
     "GDPFilter": ("individual", "GDPFilter"), "AdaptiveGDPFilter": ("individual", "AdaptiveGDPFilter"),
     "GDPOdometer": ("individual", "GDPOdometer"), "RDPFilter": ("individual", "RDPFilter"),
@@ -64,5 +64,5 @@ __all__ = ["compose", "Composition", "Estimate", "EstimateArray", "rdp", "Family
            "SpecificationError",
            "ParameterError", "DerivationError", "NumericalLimitError", "individual", "GDPFilter",
            "AdaptiveGDPFilter", "GDPOdometer", "RDPFilter", "StateFileError", "individual_pld",
-           "IndividualPLDAccountant", "dpsgd", "calibrate", "Calibration", "PrivacyCurve", "MechkitWarning",
+           "IndividualPLDAccountant", "dpsgd", "calibrate", "Calibration", "PrivacyCurve", "MechkitWarning", "fdp",
            "load_curve", "CurveFileError"]

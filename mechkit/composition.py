@@ -7,9 +7,7 @@ only the PLRV interface of the mechanisms, never their types.
 """
 from __future__ import annotations
 
-import functools
 import importlib
-import inspect
 import math
 import numbers
 import os
@@ -20,7 +18,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import persist, relations
-from .accountants.registry import ACCOUNTANTS
+from .accountants.registry import ACCOUNTANTS, check_options
 from .errors import MechkitWarning, ParameterError, check_finite_real, check_real, real_array
 from .estimate import Estimate, EstimateArray, weakness
 from .laws.family import Mechanism
@@ -39,22 +37,6 @@ def _check_count(c, what="count"):
     if not 1 <= c <= MAX_COUNT:
         raise ParameterError(f"{what} must be an integer in [1, 2**53 = {MAX_COUNT}], got {c!r}")
     return int(c)
-
-
-@functools.lru_cache(maxsize=None)
-def _options(fn):
-    """The keyword options an accountant function takes: its named parameters after (items, delta/epsilon)."""
-    params = list(inspect.signature(fn).parameters.values())[2:]
-    return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-
-
-def _check_options(method, query, fn, options):
-    """Refuse options the accountant does not take, before any work (a ``ParameterError`` listing its options)."""
-    known = _options(fn)
-    unknown = sorted(set(options) - set(known))
-    if unknown:
-        takes = f"its options are {known}" if known else "it takes no options"
-        raise ParameterError(f"unknown option(s) {unknown} for {query} with method {method!r}; {takes}")
 
 
 #: relative rounding allowed per largest loss in epsilon at delta = 0 (each a double from the compiled loss)
@@ -276,7 +258,7 @@ class Composition:
         NumericalLimitError : the method cannot certify an answer at this delta (it names what can).
         """
         fn = self._method(method)[0]
-        _check_options(method, "epsilon", fn, options)
+        check_options(method, "epsilon", fn, options)
         return self._epsilon_with(fn, method, delta, options)
 
     def _epsilon_with(self, fn, method, delta, options):
@@ -316,7 +298,7 @@ class Composition:
         NumericalLimitError : the method cannot certify an answer here.
         """
         fn = self._method(method)[1]
-        _check_options(method, "delta", fn, options)
+        check_options(method, "delta", fn, options)
         return self._delta_with(fn, epsilon, options)
 
     def _delta_with(self, fn, epsilon, options):
@@ -367,6 +349,51 @@ class Composition:
         NumericalLimitError : no finite domain holds the composition at ``delta_error``.
         """
         return PrivacyCurve(self, eps_error, delta_error, memory_limit)
+
+
+    def tradeoff(self, alpha: float | ArrayLike, eps_error: float = 0.01,
+                 delta_error: float = 1e-10) -> EstimateArray:
+        """The trade-off function beta(alpha) this composition's privacy curve implies, certified (``mechkit.fdp``).
+
+        Parameters
+        ----------
+        alpha : type-I error(s) in [0, 1].
+        eps_error, delta_error : the FFT budgets of the curve (``curve``).
+
+        Returns
+        -------
+        An ``EstimateArray`` of beta, one per alpha.
+        """
+        return importlib.import_module(f"{__package__}.fdp").tradeoff(self.curve(eps_error, delta_error), alpha)
+
+    def tpr_at_fpr(self, fpr: float | ArrayLike, eps_error: float = 0.01,
+                   delta_error: float = 1e-10) -> EstimateArray:
+        """The best membership attacker's true-positive rate at false-positive rate ``fpr``: 1 - beta(fpr), certified.
+
+        Parameters
+        ----------
+        fpr : false-positive rate(s) in [0, 1].
+        eps_error, delta_error : the FFT budgets of the curve.
+
+        Returns
+        -------
+        An ``EstimateArray``, one per fpr.
+        """
+        return importlib.import_module(f"{__package__}.fdp").tpr_at_fpr(self.curve(eps_error, delta_error), fpr)
+
+    def advantage(self, **options: object) -> Estimate:
+        """The best attacker's advantage (true minus false positive rate; the total variation): delta at epsilon 0,
+        max over directions, certified by the FFT.
+
+        Parameters
+        ----------
+        **options : the FFT's options (``eps_error``, ``delta_error``, ``memory_limit``).
+
+        Returns
+        -------
+        An ``Estimate``.
+        """
+        return self.delta(0.0, method="fft", **options)
 
 
 class PrivacyCurve:

@@ -3,9 +3,11 @@ composition's ((mechanism, count), ...) items.  The RDP and GDP answers are wrap
 modules are imported on first use, so a query compiles only the accountant it asks for."""
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -88,3 +90,31 @@ class _Accountants(Mapping):
 
 
 ACCOUNTANTS = _Accountants()
+
+
+@functools.lru_cache(maxsize=None)
+def _options(fn):
+    """The keyword options an accountant function takes: its named parameters after (items, delta/epsilon)."""
+    params = list(inspect.signature(fn).parameters.values())[2:]
+    return [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def check_options(method: str, query: str, fn: Callable, options: dict) -> None:
+    """Refuse options the accountant does not take, before any work.
+
+    Parameters
+    ----------
+    method : the method's name, for the message.
+    query : "epsilon" or "delta", for the message.
+    fn : the accountant's function.
+    options : the options given.
+
+    Raises
+    ------
+    ParameterError : an option ``fn`` does not take (listing those it takes).
+    """
+    known = _options(fn)
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        takes = f"its options are {known}" if known else "it takes no options"
+        raise ParameterError(f"unknown option(s) {unknown} for {query} with method {method!r}; {takes}")
