@@ -1,8 +1,13 @@
-"""Small helpers shared by the single-process benchmark scripts (spa.py, edgeworth.py)."""
+"""Small helpers shared by the benchmark scripts (spa.py, edgeworth.py, fft.py, calibrate.py)."""
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
+import sys
 import time
+from importlib import metadata
 from pathlib import Path
 
 
@@ -24,3 +29,46 @@ def arg_parser(doc, name, quick_help):
 def warm_composition(mk):
     """A composition no timed case uses, for warming up the Numba engine and the family cache."""
     return mk.compose((mk.subsample(mk.gaussian(sigma=1.7), 0.01), 50))
+
+
+def versions(packages=("mechkit", "numpy", "scipy", "numba", "prv-accountant", "dp-accounting")):
+    """{package: installed version or None}."""
+    out = {}
+    for p in packages:
+        try:
+            out[p] = metadata.version(p)
+        except metadata.PackageNotFoundError:
+            out[p] = None
+    return out
+
+
+def render(rows, header):
+    """A plain-text table: the header, a rule, the rows; columns padded to their widest cell."""
+    rows = [header] + rows
+    widths = [max(len(x[i]) for x in rows) for i in range(len(header))]
+    lines = [" | ".join(x[i].ljust(widths[i]) for i in range(len(header))).rstrip() for x in rows]
+    lines.insert(1, "-+-".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def run_worker(script, root, lib, payload, timeout, tag=None):
+    """Run ``script --worker lib <payload as JSON>`` in a fresh process (``root`` first on PYTHONPATH) and return the
+    last JSON line of its stdout with its wall time, or a record of the timeout or failure (``tag``'s fields beside
+    ``lib``)."""
+    tag = dict(tag or {})
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(root)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    cmd = [sys.executable, str(Path(script).resolve()), "--worker", lib, json.dumps(payload)]
+    t = time.perf_counter()
+    try:
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=str(root))
+    except subprocess.TimeoutExpired:
+        return {"lib": lib, **tag, "status": "timeout", "error": f"timed out after {timeout:g} s"}
+    wall = time.perf_counter() - t
+    for line in reversed(r.stdout.splitlines()):
+        if line.startswith("{"):
+            res = json.loads(line)
+            res["worker_wall_s"] = wall
+            return res
+    return {"lib": lib, **tag, "status": "error",
+            "error": f"worker exited with {r.returncode} and no result\n{r.stderr[-4000:]}"}

@@ -62,11 +62,9 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 import traceback
-from importlib import metadata
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -74,7 +72,8 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))  # mechkit from this source tree, as the other benchmark scripts
 
-from _common import arg_parser  # noqa: E402
+from _common import arg_parser, render, versions  # noqa: E402
+from _common import run_worker as _run_worker  # noqa: E402
 
 DELTA = 1e-5
 MK_SIGMA_BOUNDS = (0.3, 30.0)
@@ -254,22 +253,7 @@ def worker(lib, payload_json):
 
 
 def run_worker(lib, payload, timeout):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", lib, json.dumps(payload)]
-    t = time.perf_counter()
-    try:
-        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=str(ROOT))
-    except subprocess.TimeoutExpired:
-        return {"lib": lib, "status": "timeout", "error": f"timed out after {timeout:g} s"}
-    wall = time.perf_counter() - t
-    for line in reversed(r.stdout.splitlines()):
-        if line.startswith("{"):
-            res = json.loads(line)
-            res["worker_wall_s"] = wall
-            return res
-    return {"lib": lib, "status": "error", "error": f"worker exited with {r.returncode} and no result\n"
-            f"{r.stderr[-4000:]}"}
+    return _run_worker(__file__, ROOT, lib, payload, timeout)
 
 
 def repeated(lib, row, cfg, repeats, timeout):
@@ -324,14 +308,6 @@ def _ratio(a, b):
     return a["time_s"] / b["time_s"]
 
 
-def render(rows, header):
-    rows = [header] + rows
-    widths = [max(len(x[i]) for x in rows) for i in range(len(header))]
-    lines = [" | ".join(x[i].ljust(widths[i]) for i in range(len(header))).rstrip() for x in rows]
-    lines.insert(1, "-+-".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 def tables(results, libs):
     h1 = ["row", "regime", "target eps", "mk value", "mk upper"]
     h1 += [f"{lib} value" for lib in libs if lib != "mk"]
@@ -377,16 +353,6 @@ def git_head():
     except OSError:
         pass
     return None
-
-
-def versions():
-    out = {}
-    for p in ("mechkit", "numpy", "scipy", "numba", "dp-accounting", "prv-accountant"):
-        try:
-            out[p] = metadata.version(p)
-        except metadata.PackageNotFoundError:
-            out[p] = None
-    return out
 
 
 # ---------------------------------------------------------------------------------------------- main

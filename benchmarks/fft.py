@@ -79,15 +79,15 @@ import math
 import os
 import platform
 import resource
-import subprocess
 import sys
 import time
 import traceback
-from importlib import metadata
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _memory import reset_peak, rss_kib  # noqa: E402
+from _common import render, versions  # noqa: E402
+from _common import run_worker as _run_worker  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBS = ("mechkit", "prv", "dp")
@@ -251,23 +251,7 @@ def worker(lib, case_json):
 
 # ---------------------------------------------------------------------------------------------- driver
 def run_worker(lib, case, cfg, timeout):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", lib,
-           json.dumps({"case": case, "config": cfg})]
-    t = time.perf_counter()
-    try:
-        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=str(ROOT))
-    except subprocess.TimeoutExpired:
-        return {"lib": lib, "case": case["name"], "status": "timeout", "error": f"timed out after {timeout:g} s"}
-    wall = time.perf_counter() - t
-    for line in reversed(r.stdout.splitlines()):
-        if line.startswith("{"):
-            res = json.loads(line)
-            res["worker_wall_s"] = wall
-            return res
-    return {"lib": lib, "case": case["name"], "status": "error",
-            "error": f"worker exited with {r.returncode} and no result\n{r.stderr[-4000:]}"}
+    return _run_worker(__file__, ROOT, lib, {"case": case, "config": cfg}, timeout, {"case": case["name"]})
 
 
 def _ok(r):
@@ -335,14 +319,6 @@ def _pf(t):
     return "n/a" if p == "n/a" else ("-" if p is None else ("PASS" if p else "FAIL"))
 
 
-def render(rows, header):
-    rows = [header] + rows
-    widths = [max(len(x[i]) for x in rows) for i in range(len(header))]
-    lines = [" | ".join(x[i].ljust(widths[i]) for i in range(len(header))).rstrip() for x in rows]
-    lines.insert(1, "-+-".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 def tables(results, libs):
     h1, h2 = ["case"], ["case"]
     for lib in libs:
@@ -372,16 +348,6 @@ def tables(results, libs):
         r2.append(b)
     h2 = [x.replace("speed ", "speed vs ") for x in h2]
     return render(r1, h1), render(r2, h2)
-
-
-def versions():
-    out = {}
-    for p in ("mechkit", "numpy", "scipy", "numba", "prv-accountant", "dp-accounting"):
-        try:
-            out[p] = metadata.version(p)
-        except metadata.PackageNotFoundError:
-            out[p] = None
-    return out
 
 
 def main(argv=None):
