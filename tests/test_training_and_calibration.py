@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize, special
 
@@ -62,6 +62,7 @@ def _sigma_star(steps, eps, delta):
     return optimize.brentq(lambda s: gdp_epsilon(math.sqrt(steps) / s, delta) - eps, 0.05, 500.0, xtol=1e-12)
 
 
+@settings(max_examples=50)
 @given(steps=st.integers(1, 2000), eps=st.floats(0.3, 10.0), delta=st.sampled_from([1e-5, 1e-8]))
 def test_calibrated_noise_is_safe_and_tight(steps, eps, delta):
     cal = mk.calibrate(lambda s: mk.dpsgd(noise_multiplier=s, sampling_rate=1.0, steps=steps), epsilon=eps,
