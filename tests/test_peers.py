@@ -221,3 +221,42 @@ def test_without_replacement_below_dp_accounting_rdp(noise, q, steps):
     m = mk.subsample(mk.gaussian(noise), q, scheme="without_replacement", relation="replace_one")
     est = mk.compose((m, steps)).epsilon(DELTA)
     assert est.lower <= est.upper <= rdp_eps
+
+
+# ------------------------------------------------------------------------------------- interop (issue 22)
+
+def _interop_cases(dpa):
+    de = dpa.dp_event
+    NR = dpa.NeighboringRelation
+    psg = dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(1.0)), 1000)
+    return [
+        (psg, NR.ADD_OR_REMOVE_ONE), (psg, NR.REPLACE_ONE), (dpa.GaussianDpEvent(2.0), NR.REPLACE_ONE),
+        (dpa.ComposedDpEvent([dpa.SelfComposedDpEvent(dpa.LaplaceDpEvent(3.0), 10), dpa.GaussianDpEvent(2.0)]),
+         NR.ADD_OR_REMOVE_ONE),
+        (dpa.SelfComposedDpEvent(de.DiscreteLaplaceDpEvent(0.5, 2), 5), NR.ADD_OR_REMOVE_ONE),
+        (dpa.SelfComposedDpEvent(de.MixtureOfGaussiansDpEvent(1.0, [0.0, 1.0], [0.5, 0.5]), 10),
+         NR.ADD_OR_REMOVE_ONE),
+        (dpa.ComposedDpEvent([dpa.SelfComposedDpEvent(dpa.LaplaceDpEvent(2.0), 5)]
+                             + [dpa.RandomizedResponseDpEvent(0.5, 4)] * 5), NR.REPLACE_SPECIAL),
+        (dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.05, dpa.LaplaceDpEvent(2.0)), 100),
+         NR.ADD_OR_REMOVE_ONE),
+    ]
+
+
+def test_from_dp_event_against_dp_accounting():
+    """The same DpEvent to both: dp_accounting's PLD accountant (value discretisation 1e-4, pessimistic) and
+    mechkit.interop.from_dp_event; dp_accounting's epsilon lies in mechkit's certified interval up to its
+    discretisation (k steps of rounding up to 1e-4 each, as for the Laplace rows above)."""
+    dpa = _dpa()
+    from dp_accounting.pld import pld_privacy_accountant
+
+    from mechkit.interop import from_dp_event
+
+    for event, relation in _interop_cases(dpa):
+        acc = pld_privacy_accountant.PLDAccountant(relation, value_discretization_interval=1e-4)
+        acc.compose(event)
+        theirs = acc.get_epsilon(DELTA)
+        run = from_dp_event(event, relation)
+        est = run.epsilon(DELTA)
+        slack = run.total_count * 1e-4
+        assert est.lower - 1e-9 <= theirs <= est.upper + slack, (event, relation, theirs, est)
