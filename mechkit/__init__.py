@@ -20,8 +20,8 @@ __version__ = "0.1.0"
 #: companions (SymPy, SciPy, Numba) or a compiled engine.
 _LAZY = {
     "compose": ("composition", "compose"), "Composition": ("composition", "Composition"),
-    "PrivacyCurve": ("composition", "PrivacyCurve"), "load_curve": ("composition", "load_curve"),
-    "CurveFileError": ("composition", "CurveFileError"),
+    "PrivacyCurve": ("curves", "PrivacyCurve"), "load_curve": ("curves", "load_curve"),
+    "CurveFileError": ("curves", "CurveFileError"),
     "Estimate": ("estimate", "Estimate"), "EstimateArray": ("estimate", "EstimateArray"),
     "Family": ("laws.family", "Family"), "Mechanism": ("laws.family", "Mechanism"), "PLRV": ("laws.plrv", "PLRV"),
     "catalog": ("laws.catalog", "catalog"),

@@ -10,14 +10,13 @@ from __future__ import annotations
 import importlib
 import math
 import numbers
-import os
 import warnings
 from collections.abc import Iterable
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import persist, relations
+from . import relations
 from .accountants.registry import ACCOUNTANTS, check_options
 from .errors import MechkitWarning, ParameterError, check_finite_real, check_real, real_array
 from .estimate import Estimate, EstimateArray, weakness
@@ -140,6 +139,12 @@ class Composition:
         return self._items
 
     @property
+    def accounted_items(self) -> tuple:
+        """What the accountants compose: ``items``, and for a one-sided mechanism run more than once also its
+        reversed orientation (``one_sided``)."""
+        return self._acc
+
+    @property
     def relation(self) -> str:
         """The neighbouring relation of every mechanism in the composition: "add_remove" or "replace_one"."""
         return self._items[0][0].relation
@@ -163,9 +168,16 @@ class Composition:
 
     @staticmethod
     def _method(method):
-        if method not in ACCOUNTANTS:
-            raise ParameterError(f"unknown method {method!r}; available: {sorted(ACCOUNTANTS)}")
-        return ACCOUNTANTS[method]
+        """(epsilon function, delta function, label) of a method name or of an accountant object."""
+        if isinstance(method, str):
+            if method not in ACCOUNTANTS:
+                raise ParameterError(f"unknown method {method!r}; available: {sorted(ACCOUNTANTS)}")
+            return (*ACCOUNTANTS[method], method)
+        fns = getattr(method, "account_epsilon", None), getattr(method, "account_delta", None)
+        if not all(callable(f) for f in fns):
+            raise ParameterError(f"method must be one of {sorted(ACCOUNTANTS)} or an accountant object with "
+                                 f"account_epsilon(items, delta) and account_delta(items, epsilon), got {method!r}")
+        return (*fns, str(getattr(method, "method", type(method).__name__)))
 
     def inf_mass(self, direction: str) -> float:
         """P(L = +inf) of the composed privacy loss: an infinite loss in any one run is infinite in the sum, so it
@@ -242,7 +254,8 @@ class Composition:
         delta : in [0, 1), or an array of such values.  At 0 the answer is exact for every method: the largest
             privacy loss of the composition (inf where a loss is unbounded or infinite with positive probability).
         method : "fft" (default), "spa", "edgeworth", "rdp", "gdp" or "auto" (``ACCOUNTANTS``; "auto": the SPA where
-            its certified interval is within ``2 eps_error``, the FFT otherwise).
+            its certified interval is within ``2 eps_error``, the FFT otherwise), or an accountant object with
+            ``account_epsilon(items, delta)`` and ``account_delta(items, epsilon)`` (as a ``PrivacyCurve``).
         **options : the method's own options (e.g. ``eps_error``, ``delta_error`` for "fft"; ``order``,
             ``variant`` for "spa").
 
@@ -257,13 +270,8 @@ class Composition:
         ParameterError : delta not in [0, 1), an unknown method, or options the method does not take.
         NumericalLimitError : the method cannot certify an answer at this delta (it names what can).
         """
-        fn = self._method(method)[0]
+        fn, _, method = self._method(method)
         check_options(method, "epsilon", fn, options)
-        return self._epsilon_with(fn, method, delta, options)
-
-    def _epsilon_with(self, fn, method, delta, options):
-        """``epsilon``'s answer from the accountant function ``fn`` (checked ``delta``; exact at delta = 0 and below
-        the +inf mass; capped at the largest loss)."""
 
         def one(d):
             if d == 0.0:
@@ -285,7 +293,8 @@ class Composition:
         Parameters
         ----------
         epsilon : in [0, inf), or an array of such values.
-        method : "fft" (default), "spa", "edgeworth", "gdp" or "auto" ("rdp" answers epsilon only).
+        method : "fft" (default), "spa", "edgeworth", "gdp", "auto" ("rdp" answers epsilon only), or an accountant
+            object (see ``epsilon``).
         **options : the method's own options.
 
         Returns
@@ -297,12 +306,8 @@ class Composition:
         ParameterError : epsilon outside [0, inf), an unknown method, or options the method does not take.
         NumericalLimitError : the method cannot certify an answer here.
         """
-        fn = self._method(method)[1]
+        _, fn, method = self._method(method)
         check_options(method, "delta", fn, options)
-        return self._delta_with(fn, epsilon, options)
-
-    def _delta_with(self, fn, epsilon, options):
-        """``delta``'s answer from the accountant function ``fn`` (checked ``epsilon``)."""
         eps = np.atleast_1d(real_array("epsilon", epsilon))
         if np.any(np.isnan(eps)) or np.any(eps < 0) or np.any(np.isinf(eps)):
             bad = [e for e in eps.tolist() if not (0 <= e < math.inf)]
@@ -327,8 +332,22 @@ class Composition:
                         est.certified and low.certified, details)
 
 
+    def facts(self) -> dict:
+        """What a saved curve keeps of the composition (``SavedComposition`` takes it back): its description, the
+        largest composed loss with its bounds (floats as hex text), the masses at +inf, the numbers of items.
+
+        Returns
+        -------
+        A JSON-serialisable dict.
+        """
+        hx = float.hex
+        top = self._largest()
+        return {"description": repr(self), "top": [hx(float(v)) for v in top[:3]] + [top[3]],
+                "inf_mass": {d: hx(self.inf_mass(d)) for d in relations.DIRECTIONS},
+                "n_items": len(self._items), "n_acc": len(self._acc)}
+
     def curve(self, eps_error: float = 0.01, delta_error: float = 1e-10,
-              memory_limit: float = 1 << 30) -> PrivacyCurve:
+              memory_limit: float = 1 << 30) -> object:
         """The composition's privacy curve, composed once by the FFT composer (``PrivacyCurve``): further epsilon
         and delta queries on it are lookups, certified for these budgets.
 
@@ -348,7 +367,8 @@ class Composition:
         ParameterError : a budget outside its range, or a grid above ``memory_limit`` (the message says what fits).
         NumericalLimitError : no finite domain holds the composition at ``delta_error``.
         """
-        return PrivacyCurve(self, eps_error, delta_error, memory_limit)
+        return importlib.import_module(f"{__package__}.curves").PrivacyCurve(self, eps_error, delta_error,
+                                                                            memory_limit)
 
 
     def tradeoff(self, alpha: float | ArrayLike, eps_error: float = 0.01,
@@ -396,165 +416,37 @@ class Composition:
         return self.delta(0.0, method="fft", **options)
 
 
-class PrivacyCurve:
-    """A composition's privacy curve, composed once (``Composition.curve``): the FFT composer's composed
-    distributions of both directions (and, for one-sided pairs, of one orientation for the lower bounds).
-    ``epsilon`` and ``delta`` answer as ``Composition.epsilon``/``delta`` with ``method="fft"`` and these budgets
-    would, by lookups on the composed distributions.
+class SavedComposition(Composition):
+    """A stand-in for a composition that a saved curve was built from (``mechkit.curves.load_curve``): its largest
+    privacy loss, masses at +inf and description as ``facts()`` gave them, and as many placeholder items as it had;
+    it answers only through that curve (``epsilon``/``delta`` with ``method=curve``).
 
     Parameters
     ----------
-    composition : the ``Composition``.
-    eps_error, delta_error, memory_limit : the FFT budgets (``Composition.curve``).
-
-    Attributes
-    ----------
-    composition, eps_error, delta_error.
+    facts : the dict ``Composition.facts()`` returns.
     """
-
-    def __init__(self, composition: Composition, eps_error: float, delta_error: float, memory_limit: float) -> None:
-        fft = importlib.import_module(f"{__package__}.accountants.fft")
-        self.composition = composition
-        self._upper = fft.Composed(composition._acc, eps_error, delta_error, memory_limit)
-        self._lower = (fft.Composed(composition._items, eps_error, delta_error, memory_limit)
-                       if composition.one_sided else self._upper)
-        self.eps_error, self.delta_error = self._upper.eps_error, self._upper.delta_error
-
-    def _pick(self, items):
-        return self._upper if items is self.composition._acc else self._lower
-
-    def _epsilon_fn(self, items, d):
-        return self._pick(items).epsilon(d)
-
-    def _delta_fn(self, items, eps):
-        return self._pick(items).delta(np.atleast_1d(np.asarray(eps, float)))
-
-    def epsilon(self, delta: float | ArrayLike) -> Estimate | EstimateArray:
-        """Smallest epsilon with delta(epsilon) <= delta, as ``Composition.epsilon(delta, method="fft")``.
-
-        Parameters
-        ----------
-        delta : in [0, 1), or an array of such values; certifiable above about 2 ``delta_error`` plus the mass at
-            +inf (below the mass at +inf the answer is inf, exact).
-
-        Returns
-        -------
-        An ``Estimate`` (an ``EstimateArray`` for an array).
-
-        Raises
-        ------
-        ParameterError : delta not in [0, 1).
-        NumericalLimitError : delta too close to ``delta_error`` to certify on this curve (build one with a smaller
-            ``delta_error``).
-        """
-        return self.composition._epsilon_with(self._epsilon_fn, "fft", delta, {})
-
-    def delta(self, epsilon: float | ArrayLike) -> Estimate | EstimateArray:
-        """delta(epsilon), as ``Composition.delta(epsilon, method="fft")``.
-
-        Parameters
-        ----------
-        epsilon : in [0, inf), or an array of such values.
-
-        Returns
-        -------
-        An ``Estimate`` for a scalar epsilon, an ``EstimateArray`` for an array.
-
-        Raises
-        ------
-        ParameterError : epsilon outside [0, inf).
-        """
-        return self.composition._delta_with(self._delta_fn, epsilon, {})
-
-    def __repr__(self):
-        return f"PrivacyCurve({self.composition!r}, eps_error={self.eps_error:g}, delta_error={self.delta_error:g})"
-
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the curve to ``path`` (checksummed, atomic; ``load_curve`` reads it back bit for bit).
-
-        Parameters
-        ----------
-        path : the file (replaced if it exists).
-        """
-        comp, hx = self.composition, float.hex
-        top = comp._largest()
-        meta = {"format": CURVE_FORMAT, "version": CURVE_VERSION, "description": repr(comp),
-                "top": [hx(float(v)) for v in top[:3]] + [top[3]],
-                "inf_mass": {d: hx(comp.inf_mass(d)) for d in relations.DIRECTIONS},
-                "n_items": len(comp._items), "n_acc": len(comp._acc)}
-        arrays = {}
-        for part, composed in (("upper", self._upper), ("lower", self._lower)):
-            meta[part], arr = composed.state()
-            arrays.update({f"{part}_{k}": v for k, v in arr.items()})
-        persist.save(path, meta, arrays)
-
-
-CURVE_FORMAT = "mechkit.curve"
-CURVE_VERSION = 1
-
-
-class CurveFileError(ParameterError):
-    """A saved privacy curve cannot be read: missing, truncated, corrupt, or of another format or version."""
-
-
-class _Saved(Composition):
-    """What a loaded curve answers through: the saved largest loss and masses at +inf of the composition, and as
-    many placeholder items as it had (``PrivacyCurve`` tells its two item sets apart by identity)."""
 
     __slots__ = ("_description", "_inf")
 
-    def __init__(self, meta):
+    def __init__(self, facts: dict) -> None:
         fh = float.fromhex
-        for name, value in (("_items", (None,) * int(meta["n_items"])), ("_acc", (None,) * int(meta["n_acc"])),
-                            ("_top", tuple(fh(v) for v in meta["top"][:3]) + (meta["top"][3],)),
-                            ("_description", str(meta["description"])),
-                            ("_inf", {d: fh(meta["inf_mass"][d]) for d in relations.DIRECTIONS})):
+        for name, value in (("_items", (None,) * int(facts["n_items"])), ("_acc", (None,) * int(facts["n_acc"])),
+                            ("_top", tuple(fh(v) for v in facts["top"][:3]) + (facts["top"][3],)),
+                            ("_description", str(facts["description"])),
+                            ("_inf", {d: fh(facts["inf_mass"][d]) for d in relations.DIRECTIONS})):
             object.__setattr__(self, name, value)
 
-    def inf_mass(self, direction):
+    def inf_mass(self, direction: str) -> float:
+        """The saved P(L = +inf) of ``direction``.
+
+        Parameters
+        ----------
+        direction : 'remove' or 'add'.
+        """
         return self._inf[relations.check_direction(direction)]
 
     def __repr__(self):
         return self._description
-
-
-def load_curve(path: str | os.PathLike) -> PrivacyCurve:
-    """A privacy curve saved by ``PrivacyCurve.save``: its answers are those of the saved curve, bit for bit.  Its
-    ``composition`` is a stand-in with the saved description (its mechanisms are not stored).
-
-    Parameters
-    ----------
-    path : the file.
-
-    Returns
-    -------
-    The ``PrivacyCurve``.
-
-    Raises
-    ------
-    CurveFileError : (naming the file) truncated, corrupt, of another format or version, or inconsistent.
-    FileNotFoundError : no such file.
-    """
-    bad = lambda why: CurveFileError(f"{os.fspath(path)!r} is not a valid mechkit privacy-curve file: {why}")
-    meta, arrays = persist.load(path, bad)
-    if meta.get("format") != CURVE_FORMAT:
-        raise bad("not written by PrivacyCurve.save")
-    if meta.get("version") != CURVE_VERSION:
-        raise bad(f"format version {meta.get('version')!r}; this mechkit reads version {CURVE_VERSION}")
-    fft = importlib.import_module(f"{__package__}.accountants.fft")
-    try:
-        curve = PrivacyCurve.__new__(PrivacyCurve)
-        curve.composition = _Saved(meta)
-        parts = {}
-        for part in ("upper", "lower"):
-            sub = {k[len(part) + 1:]: v for k, v in arrays.items() if k.startswith(part + "_")}
-            parts[part] = fft.Composed.restore(meta[part], sub)
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
-        raise bad(f"inconsistent contents ({type(exc).__name__}: {exc})") from None
-    curve._upper = parts["upper"]
-    curve._lower = parts["lower"] if curve.composition.one_sided else curve._upper
-    curve.eps_error, curve.delta_error = curve._upper.eps_error, curve._upper.delta_error
-    return curve
 
 
 def _as_items(obj):

@@ -84,3 +84,29 @@ def test_saved_curve_answers_bit_for_bit_and_refuses_bad_files(tmp_path):
         mk.load_curve(state)
     with pytest.raises(FileNotFoundError):
         mk.load_curve(tmp_path / "missing.curve")
+
+
+def test_any_accountant_object_answers_through_the_composition():
+    """method= takes an object with account_epsilon/account_delta (a PrivacyCurve is one): the composition's own
+    rules still apply around it (exact at delta 0, the +inf mass, the cap at the largest loss)."""
+    run = mk.compose((mk.laplace(1.0), 3))  # largest loss 3, exactly
+
+    class Constant:
+        method = "constant"
+
+        def account_epsilon(self, items, delta):
+            return mk.Estimate(10.0, 9.0, 11.0, self.method, True)
+
+        def account_delta(self, items, epsilon):
+            return mk.EstimateArray(np.full(len(epsilon), 0.5), np.zeros(len(epsilon)), np.ones(len(epsilon)),
+                                    self.method, True)
+
+    est = run.epsilon(1e-5, method=Constant())
+    # capped at the largest loss (3, up to the rounding the cap allows for)
+    assert est.method == "constant" and float(est) == pytest.approx(3.0, abs=1e-9) and est.upper < 3.0 + 1e-9
+    assert run.epsilon(0.0, method=Constant()) == pytest.approx(3.0, abs=1e-9)
+    assert float(run.delta(1.0, method=Constant())) == 0.5
+    with pytest.raises(ParameterError, match="accountant object"):
+        run.epsilon(1e-5, method=object())
+    with pytest.raises(ParameterError, match="unknown option"):
+        run.epsilon(1e-5, method=Constant(), eps_error=0.1)
