@@ -116,10 +116,43 @@ def _calibrate(args, params, out):
     return 0
 
 
+def _schedule(args, params):
+    """The composition of the phases in ``--schedule FILE``: a JSON list of objects, or a CSV file with a header,
+    whose keys are ``mk.dpsgd``'s (noise_multiplier, sampling_rate or batch_size and dataset_size, steps or
+    epochs); --scheme and --relation apply to every phase."""
+    import csv
+
+    if params or args.steps is not None:
+        raise MechkitError("--schedule takes the phases from the file: no other DP-SGD option with it")
+    try:
+        with open(args.schedule, newline="") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise MechkitError(f"cannot read --schedule {args.schedule!r}: {exc.strerror}") from None
+    try:
+        rows = json.loads(text) if text.lstrip().startswith("[") else list(csv.DictReader(text.splitlines()))
+    except ValueError as exc:
+        raise MechkitError(f"--schedule {args.schedule!r} is neither a JSON list nor a CSV table: {exc}") from None
+    if not rows or not all(isinstance(r, dict) for r in rows):
+        raise MechkitError(f"--schedule {args.schedule!r} holds no phases (a JSON list of objects or CSV rows)")
+    phases = []
+    for i, row in enumerate(rows, 1):
+        try:
+            kw = {k.strip(): float(v) for k, v in row.items() if str(v).strip() != ""}
+        except (TypeError, ValueError, AttributeError):
+            raise MechkitError(f"--schedule phase {i}: every value must be a number, got {row!r}") from None
+        steps = kw.pop("steps", None)
+        try:
+            phases.append(_dpsgd(args, kw, None if steps is None else int(steps)))
+        except MechkitError as exc:
+            raise MechkitError(f"--schedule phase {i}: {exc}") from None
+    return mk.compose(*phases)
+
+
 def _run(args, params):
     """(the step's mechanism, the composition, its number of steps) for ``epsilon``/``delta``."""
     if args.name == "dpsgd":
-        run = _dpsgd(args, params, args.steps)
+        run = _schedule(args, params) if args.schedule else _dpsgd(args, params, args.steps)
         return run.items[0][0], run, run.total_count
     m = build(args.name, params, args.scheme, args.relation)
     if args.steps is None or args.steps < 1:
@@ -137,14 +170,15 @@ def _print_json(args, params, steps, est, out):
     print(json.dumps(record, allow_nan=True), file=out)
 
 
-def _print_estimate(args, m, steps, est, out):
+def _print_estimate(args, m, run, est, out):
     rel = "" if m.relation == "add_remove" else f" ({m.relation})"
+    what = f"{m.name}{rel} x {run.total_count} steps" if len(run) == 1 else f"{run!r}{rel}"
     if args.cmd == "epsilon":
-        print(f"mechanism  {m.name}{rel} x {steps} steps, delta = {args.delta:g}", file=out)
+        print(f"mechanism  {what}, delta = {args.delta:g}", file=out)
         print(f"epsilon    {float(est):.6f}", file=out)
         fmt = "{:.6f}"
     else:
-        print(f"mechanism  {m.name}{rel} x {steps} steps, epsilon = {args.epsilon:g}", file=out)
+        print(f"mechanism  {what}, epsilon = {args.epsilon:g}", file=out)
         print(f"delta      {float(est):.6e}", file=out)
         fmt = "{:.6e}"
     if est.certified:
@@ -217,6 +251,10 @@ def main(argv=None, out=sys.stdout):
     sp_cal.add_argument("--delta", type=float, required=True)
     sp_cal.add_argument("--steps", type=int, default=None)
     sp_cal.add_argument("--bounds", type=float, nargs=2, default=None, help="the interval searched")
+    for p in (sp_eps, sp_del):
+        p.add_argument("--schedule", default=None, metavar="FILE",
+                       help="with dpsgd: the phases of the run, a JSON list of objects or a CSV table with "
+                       "mk.dpsgd's keys (noise_multiplier, sampling_rate, steps...)")
     for p in (sp_eps, sp_del, sp_cal):
         p.add_argument("--json", action="store_true", help="print one JSON object (value, lower, upper, method, "
                        "certified and the inputs)")
@@ -255,7 +293,7 @@ def _dispatch(args, extra, out):
         if args.json:
             _print_json(args, params, steps, est, out)
             return 0
-        _print_estimate(args, m, steps, est, out)
+        _print_estimate(args, m, run, est, out)
     except MechkitError as exc:
         print(f"mechkit: error: {exc}", file=sys.stderr)
         return 2

@@ -141,3 +141,30 @@ def test_argparse_errors_are_one_line(capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert err.startswith("mechkit: error:") and len(err.strip().splitlines()) == 1 and "rdp" in err
+
+
+def test_schedule_file_csv_and_json(tmp_path, capsys):
+    """`--schedule FILE`: the phases of a DP-SGD run (CSV with a header, or a JSON list), composed as mk.dpsgd's."""
+    import json
+
+    import mechkit as mk
+    csv_path = tmp_path / "phases.csv"
+    csv_path.write_text("noise_multiplier,sampling_rate,steps\n1.0,0.01,500\n0.8,0.02,200\n")
+    json_path = tmp_path / "phases.json"
+    json_path.write_text(json.dumps([{"noise_multiplier": 1.0, "sampling_rate": 0.01, "steps": 500},
+                                     {"noise_multiplier": 0.8, "batch_size": 200, "dataset_size": 10000,
+                                      "epochs": 4}]))
+    api = mk.compose(mk.dpsgd(1.0, 0.01, 500), mk.dpsgd(0.8, 0.02, 200)).epsilon(1e-5)
+    for path in (csv_path, json_path):
+        out = io.StringIO()
+        assert main(["epsilon", "dpsgd", "--schedule", str(path), "--delta", "1e-5", "--json"], out=out) == 0
+        rec = json.loads(out.getvalue())
+        assert (rec["value"], rec["lower"], rec["upper"]) == (float(api), api.lower, api.upper)
+        assert rec["steps"] == 700
+    bad = tmp_path / "bad.csv"
+    bad.write_text("noise_multiplier,sampling_rate,steps\n1.0,1.5,10\n")
+    assert main(["epsilon", "dpsgd", "--schedule", str(bad), "--delta", "1e-5"], out=io.StringIO()) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mechkit: error: --schedule phase 1:") and len(err.strip().splitlines()) == 1
+    assert main(["epsilon", "dpsgd", "--schedule", str(csv_path), "--steps", "3", "--delta", "1e-5"],
+                out=io.StringIO()) == 2
