@@ -12,10 +12,9 @@ end: its certified upper bound meets the target, and moving it by the tolerance 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 
-from .errors import MechkitError, MechkitWarning, ParameterError, check_real
+from .errors import MechkitError, ParameterError, check_real, quiet
 from .estimate import Estimate
 
 
@@ -105,20 +104,17 @@ def calibrate(make: Callable[[float], object], epsilon: float, delta: float, bou
 
     def upper(x):
         count[0] += 1
-        with warnings.catch_warnings():  # the search's own queries: only the answer's Estimate speaks
-            warnings.simplefilter("ignore", MechkitWarning)
-            return _upper(x)
-
-    def _upper(x):
         run = make(int(x) if integer else float(x))
         try:
-            est = run.epsilon(dlt, method=method, **options)
+            with quiet():  # the search's own queries: only the answer's Estimate speaks
+                est = run.epsilon(dlt, method=method, **options)
         except MechkitError as exc:
             if method == "spa":
                 raise
             # an extreme value of the parameter (e.g. little noise over many steps) can be beyond the method's grid
             # or floor: the saddle-point accountant needs no grid and certifies its bounds as well
-            est = run.epsilon(dlt, method="spa")
+            with quiet():
+                est = run.epsilon(dlt, method="spa")
             est.details["calibration_fallback"] = f"{method} could not answer ({exc}); the saddle-point bounds"
         if not getattr(est, "certified", False):
             raise ParameterError(f"method {method!r} does not certify an upper bound; calibrate with 'fft' or 'spa'")
@@ -143,17 +139,32 @@ def calibrate(make: Callable[[float], object], epsilon: float, delta: float, bou
             bracket = _certified_bracket(upper, guess, eps, lo, hi, integer)
     if bracket is None:
         bracket = _bounds_bracket(upper, eps, dlt, lo, hi)
-    good, e_good, bad, e_bad = bracket
-    while not close(good, bad):
+    def probe(x):
+        e = upper(x)
+        return e.upper <= eps, e
+
+    good, e_good, bad, e_bad = _bisect(*bracket, probe, close, between)
+    return Calibration(good, e_good, bad, e_bad.upper, count[0], (eps, dlt), integer)
+
+
+def _bisect(good, at_good, bad, at_bad, probe, close, between, limit=None):
+    """Narrow a bracket (good: meets the target, bad: does not) until ``close(good, bad)`` or the midpoint repeats
+    an end, at most ``limit`` probes: ``probe(x)`` is (meets the target, what to keep at x), or None to give up
+    (``_bisect`` then returns None).  Returns (good, at good, bad, at bad)."""
+    n = 0
+    while not close(good, bad) and (limit is None or n < limit):
         mid = between(good, bad)
         if mid in (good, bad):
             break
-        e_mid = upper(mid)
-        if e_mid.upper <= eps:
-            good, e_good = mid, e_mid
+        got = probe(mid)
+        if got is None:
+            return None
+        n += 1
+        if got[0]:
+            good, at_good = mid, got[1]
         else:
-            bad, e_bad = mid, e_mid
-    return Calibration(good, e_good, bad, e_bad.upper, count[0], (eps, dlt), integer)
+            bad, at_bad = mid, got[1]
+    return good, at_good, bad, at_bad
 
 
 def _bounds_bracket(upper, eps, dlt, lo, hi):
@@ -177,8 +188,7 @@ def _cheap_crossing(make, dlt, eps, lo, hi, integer, between):
 
     def cheap(x):
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", MechkitWarning)
+            with quiet():
                 v = float(make(int(x) if integer else float(x)).epsilon(dlt, method="spa"))
         except MechkitError:
             return None
@@ -188,17 +198,16 @@ def _cheap_crossing(make, dlt, eps, lo, hi, integer, between):
     if c_lo is None or c_hi is None or c_lo == c_hi or (c_lo <= eps) == (c_hi <= eps):
         return None
     a, b = (lo, hi) if c_lo <= eps else (hi, lo)  # a: estimated feasible
-    for _ in range(60):
-        if (abs(a - b) <= 1) if integer else (abs(a - b) <= 1e-4 * min(abs(a), abs(b))):
-            break
-        mid = between(a, b)
-        if mid in (a, b):
-            break
-        c = cheap(mid)
-        if c is None:
-            return None
-        a, b = (mid, b) if c <= eps else (a, mid)
-    return a
+
+    def close(u, v):
+        return abs(u - v) <= 1 if integer else abs(u - v) <= 1e-4 * min(abs(u), abs(v))
+
+    def probe(x):
+        c = cheap(x)
+        return None if c is None else (c <= eps, None)
+
+    found = _bisect(a, None, b, None, probe, close, between, limit=60)
+    return None if found is None else found[0]
 
 
 def _certified_bracket(upper, guess, eps, lo, hi, integer):

@@ -101,12 +101,10 @@ def _calibrate(args, params, out):
         label = "steps"
     est = cal.estimate
     if args.json:
-        print(json.dumps({"value": cal.value, "parameter": args.what, "lower": float(est.lower),
-                          "upper": float(est.upper), "method": est.method, "certified": bool(est.certified),
-                          "neighbour": cal.neighbour, "neighbour_upper": float(cal.neighbour_upper),
-                          "evaluations": cal.evaluations, "epsilon": args.epsilon, "delta": args.delta,
-                          "params": params, "steps": args.steps, "scheme": args.scheme,
-                          "relation": args.relation}), file=out)
+        print(json.dumps({**_fields(est), "value": cal.value, "parameter": args.what, "neighbour": cal.neighbour,
+                          "neighbour_upper": float(cal.neighbour_upper), "evaluations": cal.evaluations,
+                          "epsilon": args.epsilon, "delta": args.delta, "params": params, "steps": args.steps,
+                          "scheme": args.scheme, "relation": args.relation}), file=out)
         return 0
     print(f"{label:<16} {cal.value}", file=out)
     print(f"epsilon          <= {est.upper:.6f} at delta = {args.delta:g} (certified, method {est.method}; "
@@ -160,11 +158,16 @@ def _run(args, params):
     return m, mk.compose((m, args.steps)), args.steps
 
 
+def _fields(est):
+    """The JSON fields every subcommand reports of an Estimate: value, lower, upper, method, certified."""
+    return {"value": float(est), "lower": float(est.lower), "upper": float(est.upper), "method": est.method,
+            "certified": bool(est.certified)}
+
+
 def _print_json(args, params, steps, est, out):
     query = {"delta": args.delta} if args.cmd == "epsilon" else {"epsilon": args.epsilon}
-    record = {"value": float(est), "lower": float(est.lower), "upper": float(est.upper), "method": est.method,
-              "certified": bool(est.certified), "query": args.cmd, "name": args.name, "params": params,
-              "steps": steps, "scheme": args.scheme, "relation": args.relation, **query}
+    record = {**_fields(est), "query": args.cmd, "name": args.name, "params": params, "steps": steps,
+              "scheme": args.scheme, "relation": args.relation, **query}
     if "one_sided" in est.details:
         record["note"] = est.details["one_sided"]
     print(json.dumps(record, allow_nan=True), file=out)

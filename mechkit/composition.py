@@ -55,7 +55,7 @@ def _warned(est):
     why = weakness(est)
     if why:
         warnings.warn(MechkitWarning(f"{est.method}: {why}; the bounds hold, but for a narrow certified answer use "
-                                     "method='fft' (or a smaller eps_error)"), stacklevel=4)
+                                     "method='fft' (or a smaller eps_error)"), stacklevel=3)
     return est
 
 
@@ -331,7 +331,6 @@ class Composition:
         return Estimate(float(est), min(low.lower, est.lower), est.upper, est.method,
                         est.certified and low.certified, details)
 
-
     def facts(self) -> dict:
         """What a saved curve keeps of the composition (``SavedComposition`` takes it back): its description, the
         largest composed loss with its bounds (floats as hex text), the masses at +inf, the numbers of items.
@@ -369,7 +368,6 @@ class Composition:
         """
         return importlib.import_module(f"{__package__}.curves").PrivacyCurve(self, eps_error, delta_error,
                                                                             memory_limit)
-
 
     def tradeoff(self, alpha: float | ArrayLike, eps_error: float = 0.01,
                  delta_error: float = 1e-10) -> EstimateArray:

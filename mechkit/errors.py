@@ -5,6 +5,10 @@ Messages name the parameter, the value received and the allowed range.
 """
 from __future__ import annotations
 
+import contextlib
+import warnings
+from collections.abc import Iterator
+
 import numpy as np
 
 
@@ -31,6 +35,15 @@ class NumericalLimitError(MechkitError):
 class MechkitWarning(UserWarning):
     """An answer that stands but says little: a certified interval wider than the estimate itself, or an expansion
     flagged outside its regime (``details["reliable"] is False``).  The command line prints it on one line."""
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """Inside: no ``MechkitWarning``, for a search's own intermediate queries (calibration, a trade-off grid), whose
+    final answer still speaks for itself."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MechkitWarning)
+        yield
 
 
 class CacheWarning(UserWarning):

@@ -22,12 +22,11 @@ true-positive rate at that false-positive rate.
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .errors import MechkitWarning, NumericalLimitError, ParameterError, real_array
+from .errors import NumericalLimitError, ParameterError, quiet, real_array
 from .estimate import EstimateArray
 
 #: the epsilon grid's points: the upper bound's slack is about a factor e^(spacing) on alpha
@@ -77,19 +76,19 @@ def tradeoff(curve: object, alpha: float | ArrayLike) -> EstimateArray:
     ParameterError : alpha outside [0, 1].
     """
     a = _alphas("alpha", alpha)[:, None]
-    with warnings.catch_warnings():  # tiny deltas far out have wide relative intervals: the grid's own business
-        warnings.simplefilter("ignore", MechkitWarning)
+    with quiet():  # tiny deltas far out have wide relative intervals: the grid's own business
         eps = np.linspace(0.0, _top(curve), GRID_POINTS)
         d = curve.delta(eps)
     e_lo, e_hi = np.exp(eps[:-1])[None, :], np.exp(eps)[None, :]
 
-    def best(delta, e_alpha, e_mirror):
-        lines = np.maximum(1.0 - delta[None, :] - e_alpha * a, (1.0 - delta[None, :] - a) / e_mirror)
+    def best(delta, e):
+        """max over the lines 1 - delta - e alpha and their mirrors (1 - delta - alpha) / e, clipped to [0, 1 - a]."""
+        lines = np.maximum(1.0 - delta[None, :] - e * a, (1.0 - delta[None, :] - a) / e)
         return np.clip(np.max(lines, axis=1), 0.0, 1.0 - a[:, 0])
 
-    est = best(np.asarray(d, float), e_hi, e_hi)
-    low = best(np.asarray(d.upper, float), e_hi, e_hi)
-    up = best(np.asarray(d.lower, float)[1:], e_lo, e_lo)
+    est = best(np.asarray(d, float), e_hi)
+    low = best(np.asarray(d.upper, float), e_hi)
+    up = best(np.asarray(d.lower, float)[1:], e_lo)
     tail = np.maximum(1.0 - e_hi[0, -1] * a[:, 0], (1.0 - a[:, 0]) / e_hi[0, -1])
     up = np.clip(np.maximum(up, tail), 0.0, 1.0 - a[:, 0])
     return EstimateArray(est, np.minimum(low, est), np.maximum(up, est), "fft", True,

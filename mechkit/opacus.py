@@ -14,6 +14,12 @@ from . import relations
 from .errors import ParameterError, check_real
 
 
+def _phase(noise_multiplier, sample_rate):
+    """(noise multiplier >= 0, sample rate in [0, 1]) as floats; a ``ParameterError`` names one out of range."""
+    return (check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False),
+            check_real("sample_rate", sample_rate, low=0.0, high=1.0, low_open=False, high_open=False))
+
+
 class MechkitAccountant:
     """Opacus's accountant interface (``step``, ``get_epsilon``, ``__len__``, ``mechanism``, ``state_dict``,
     ``load_state_dict``, ``get_optimizer_hook_fn``) over mechkit's certified composition.
@@ -49,8 +55,7 @@ class MechkitAccountant:
         ------
         ParameterError : a value outside its range.
         """
-        sigma = check_real("noise_multiplier", noise_multiplier, low=0.0, low_open=False)
-        q = check_real("sample_rate", sample_rate, low=0.0, high=1.0, low_open=False, high_open=False)
+        sigma, q = _phase(noise_multiplier, sample_rate)
         if self.history and self.history[-1][:2] == (sigma, q):
             last = self.history[-1]
             self.history[-1] = (sigma, q, last[2] + 1)
@@ -149,8 +154,7 @@ class MechkitAccountant:
             except (TypeError, ValueError):
                 raise ParameterError(f"malformed history entry {h!r}: expected (noise_multiplier, sample_rate, "
                                      "steps)") from None
-            s = check_real("noise_multiplier", s, low=0.0, low_open=False)
-            q = check_real("sample_rate", q, low=0.0, high=1.0, low_open=False, high_open=False)
+            s, q = _phase(s, q)
             if isinstance(n, bool) or not isinstance(n, int) or n < 1:
                 raise ParameterError(f"steps must be a positive integer, got {n!r}")
             history.append((s, q, n))

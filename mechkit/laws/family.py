@@ -408,7 +408,6 @@ class Mechanism:
         """
         return self.remove if relations.check_direction(direction) == relations.REMOVE else self.add
 
-
     # -- one-shot privacy curve ------------------------------------------------------------------
     def log_delta(self, epsilon: float | ArrayLike, direction: str = "both") -> np.ndarray:
         """log delta(epsilon), accurate where delta underflows; vectorised over epsilon.

@@ -36,6 +36,28 @@ def family_domain(family: Family) -> sp.Set:
             sp.Integers if dom.kind == "integers" else sp.Interval(dom.lo, dom.hi))
 
 
+def family_like(family: Family, p: sp.Expr, q: sp.Expr, name: str, relation: str, one_sided: bool = False,
+                constraints: dict | None = None, derived: dict | None = None) -> Family:
+    """A new family on ``family``'s output domain, keeping its constraints, derived constants and defaults: the
+    pair (p, q) of a transform, with its name and relation.
+
+    Parameters
+    ----------
+    family : the family transformed.
+    p, q : the new pair (expressions in ``family.var`` and its parameters).
+    name, relation, one_sided : as ``Family``'s.
+    constraints, derived : added to (or replacing) the family's own.
+
+    Returns
+    -------
+    The new ``Family``.
+    """
+    return Family(p, q, family.var, name=name, domain=family_domain(family),
+                  constraints={**family.constraints, **(constraints or {})},
+                  derived={**(derived or {}), **dict(family.constants)}, defaults=family.defaults,
+                  relation=relation, one_sided=one_sided)
+
+
 def mirrored(family: Family) -> sp.Expr:
     """p(-x): the with-the-individual density of an additive-noise family reflected about 0, after checking that
     the family is under add/remove and its q is symmetric about 0 on a symmetric domain.
@@ -89,10 +111,7 @@ def replace_one_family(family: Family) -> Family:
     """
     key = id(family)
     if key not in _REPLACED:
-        p_mirror = mirrored(family)
-        fam = Family(family.p, p_mirror, family.var, name=f"{family.name}_replace_one", domain=family_domain(family),
-                     constraints=dict(family.constraints), derived=dict(family.constants),
-                     defaults=family.defaults, relation=relations.REPLACE_ONE)
+        fam = family_like(family, family.p, mirrored(family), f"{family.name}_replace_one", relations.REPLACE_ONE)
         _REPLACED[key] = (family, fam)
     return _REPLACED[key][1]
 
@@ -155,8 +174,6 @@ def with_relation(mechanism: Mechanism, relation: str) -> Mechanism:
     family = mechanism.family
     key = (id(family), relation)
     if key not in _RELABELLED:
-        fam = Family(family.p, family.q, family.var, name=family.name, domain=family_domain(family),
-                     constraints=dict(family.constraints), derived=dict(family.constants),
-                     defaults=family.defaults, relation=relation, one_sided=family.one_sided)
+        fam = family_like(family, family.p, family.q, family.name, relation, family.one_sided)
         _RELABELLED[key] = (family, fam)
     return _RELABELLED[key][1](**mechanism.params)

@@ -22,7 +22,7 @@ import sympy as sp
 from .. import relations
 from ..errors import ParameterError, check_real
 from ..laws.family import Family, Mechanism
-from .replace import family_domain, mirrored
+from .replace import family_like, mirrored
 
 RATE = sp.Symbol("sampling_rate", positive=True)
 RATE_C = sp.Symbol("sampling_rate_complement", nonnegative=True)  # 1 - RATE, known non-negative
@@ -59,11 +59,8 @@ def _pair(family, scheme, relation):
         raise ParameterError("sampling without replacement draws a batch of fixed size b from n records, so its "
                              "neighbours have the same size: it is defined under relation='replace_one' (with "
                              "sampling rate b/n); for add/remove use scheme='poisson'")
-    if family.relation == relations.REPLACE_ONE:
-        p1, q1 = family.p, family.q
-    else:
-        p1, q1 = family.p, mirrored(family)
-    return RATE_C * q1 + RATE * p1, q1, True
+    q1 = family.q if family.relation == relations.REPLACE_ONE else mirrored(family)
+    return RATE_C * q1 + RATE * family.p, q1, True
 
 
 def subsampled_family(family: Family, scheme: str = relations.POISSON,
@@ -96,12 +93,8 @@ def subsampled_family(family: Family, scheme: str = relations.POISSON,
         p2, q2, one_sided = _pair(family, scheme, relation)
         # the family's own derived constants (e.g. the discrete Gaussian's normalising Sum, extracted as _const0)
         # stay constants of the subsampled family: evaluated at bind time, never parameters
-        derived = {RATE_C: 1 - RATE, **dict(family.constants)}
-        _SUBSAMPLED[key] = (family, Family(p2, q2, family.var, name=_names(family, scheme, relation),
-                                           domain=family_domain(family),
-                                           constraints={**family.constraints, "sampling_rate": "(0, 1]"},
-                                           derived=derived, defaults=family.defaults, relation=relation,
-                                           one_sided=one_sided))
+        _SUBSAMPLED[key] = (family, family_like(family, p2, q2, _names(family, scheme, relation), relation, one_sided,
+                                                constraints={"sampling_rate": "(0, 1]"}, derived={RATE_C: 1 - RATE}))
     return _SUBSAMPLED[key][1]
 
 
