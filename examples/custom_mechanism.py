@@ -37,4 +37,4 @@ print("epsilon(1e-6)   ", m.epsilon(1e-6))
 # the same mechanism, Poisson-subsampled: a new symbolic family, same derivation
 sub = mk.subsample(m, q=0.05)
 print("subsampled, q = 0.05:  epsilon(1e-6) =", sub.epsilon(1e-6))
-print("RDP bound for 1000 subsampled steps at delta = 1e-6:", mk.rdp.epsilon([(sub, 1000)], 1e-6)[0])
+print("RDP bound for 1000 subsampled steps at delta = 1e-6:", float(mk.rdp.epsilon([(sub, 1000)], 1e-6)))

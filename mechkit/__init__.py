@@ -3,7 +3,8 @@
 The pipeline, one folder per stage (``docs/architecture.md``): ``symbolic`` (specification -> SymPy derivation ->
 generated code), ``engine`` (compiled numerics), ``laws`` (families, mechanisms, PLRVs, the catalog),
 ``transforms`` (sampling schemes), ``accountants`` (FFT, SPA, Edgeworth, RDP, GDP), ``composition`` (the query
-front end) and ``individual`` (per-example accounting).
+front end) and ``individual`` (per-example accounting); ``plot`` draws a run's curves (matplotlib, the ``plot``
+extra).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from .errors import (DerivationError, MechkitError, MechkitWarning, NumericalLim
                      SpecificationError)
 from .laws import catalog as _catalog
 
+#: the package's version, in this one place (pyproject.toml reads it: ``[tool.setuptools.dynamic]``)
 __version__ = "0.1.0"
 
 #: public name -> (module, attribute; None for the module itself).  ``import mechkit`` loads none of them: each is
@@ -30,6 +32,7 @@ _LAZY = {
     "Calibration": ("calibration", "Calibration"),
     "replace_one": ("transforms", "replace_one"), "with_relation": ("transforms", "with_relation"),
     "gdp": ("accountants.gdp", None), "rdp": ("accountants.rdp", None), "fdp": ("fdp", None),
+    "plot": ("plot", None),
     "individual": ("individual", None), "individual_pld": ("individual.pld", None),
     "GDPFilter": ("individual", "GDPFilter"), "AdaptiveGDPFilter": ("individual", "AdaptiveGDPFilter"),
     "GDPOdometer": ("individual", "GDPOdometer"), "RDPFilter": ("individual", "RDPFilter"),
@@ -65,4 +68,4 @@ __all__ = ["compose", "Composition", "Estimate", "EstimateArray", "rdp", "Family
            "ParameterError", "DerivationError", "NumericalLimitError", "individual", "GDPFilter",
            "AdaptiveGDPFilter", "GDPOdometer", "RDPFilter", "StateFileError", "individual_pld",
            "IndividualPLDAccountant", "dpsgd", "calibrate", "Calibration", "PrivacyCurve", "MechkitWarning", "fdp",
-           "load_curve", "CurveFileError"]
+           "load_curve", "CurveFileError", "plot"]

@@ -4,6 +4,9 @@
 ``mechkit epsilon dpsgd --noise-multiplier 0.8 --sampling-rate 0.01 --steps 10000 --delta 1e-5`` (or
 ``--batch-size B --dataset-size N``, ``--epochs E``) accounts a DP-SGD run (``mk.dpsgd``).
 
+``mechkit plot privacy-curve|tradeoff|compare NAME ... -o FILE.png`` draws the run that ``mechkit epsilon`` would
+account (``mechkit.plot``; needs matplotlib: ``pip install "mechkit[plot]"``) and prints the file written.
+
 NAME is a catalog mechanism (gaussian, laplace, randomized-response, discrete-laplace, discrete-gaussian, ...)
 or ``subsampled-NAME`` with ``--q RATE`` (and ``--scheme poisson|without_replacement``).  ``--relation
 replace_one`` accounts the mechanism under replace-one neighbours (``replace_special``: as dp_accounting, the same
@@ -158,6 +161,42 @@ def _run(args, params):
     return m, mk.compose((m, args.steps)), args.steps
 
 
+#: ``mechkit plot WHAT``: the function of ``mechkit.plot`` that draws it
+PLOTS = {"privacy-curve": "privacy_curve", "tradeoff": "tradeoff_curve", "compare": "compare"}
+
+
+def _plot(args, params, out):
+    """``mechkit plot WHAT NAME ... -o FILE``: the run as for ``epsilon``, drawn by ``mechkit.plot`` (Agg backend)
+    into FILE; prints the path written."""
+    kw = {}
+    if args.methods is not None:
+        if args.what != "compare":
+            raise MechkitError("--methods applies to 'mechkit plot compare' only")
+        kw["methods"] = [m.strip() for m in args.methods.split(",") if m.strip()]
+        unknown = [m for m in kw["methods"] if m not in METHODS]
+        if unknown or not kw["methods"]:
+            raise MechkitError(f"--methods: unknown method(s) {', '.join(unknown) or '(none given)'}; choose from "
+                               f"{', '.join(sorted(METHODS))}")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")  # files only: no window, no display needed
+    except ImportError:
+        pass  # mechkit.plot says what to install
+    from mechkit import plot
+
+    _, run, _ = _run(args, params)
+    ax = getattr(plot, PLOTS[args.what])(run, **kw)
+    import matplotlib.pyplot as plt
+    try:
+        ax.figure.savefig(args.output, dpi=args.dpi, bbox_inches="tight")
+    except (OSError, ValueError) as exc:
+        raise MechkitError(f"cannot write -o {args.output!r}: {exc}") from None
+    finally:
+        plt.close(ax.figure)
+    print(args.output, file=out)
+    return 0
+
+
 def _fields(est):
     """The JSON fields every subcommand reports of an Estimate: value, lower, upper, method, certified."""
     return {"value": float(est), "lower": float(est.lower), "upper": float(est.upper), "method": est.method,
@@ -254,14 +293,24 @@ def main(argv=None, out=sys.stdout):
     sp_cal.add_argument("--delta", type=float, required=True)
     sp_cal.add_argument("--steps", type=int, default=None)
     sp_cal.add_argument("--bounds", type=float, nargs=2, default=None, help="the interval searched")
-    for p in (sp_eps, sp_del):
+    sp_plot = sub.add_parser("plot", help="draw a run's privacy curve (with its certified band), its trade-off "
+                             "function, or its delta by each method into -o FILE (NAME dpsgd as for epsilon)")
+    sp_plot.add_argument("what", choices=sorted(PLOTS))
+    sp_plot.add_argument("name")
+    sp_plot.add_argument("--steps", type=int, default=None)
+    sp_plot.add_argument("-o", "--output", required=True, metavar="FILE",
+                         help="the image file (its format from the extension: .png, .pdf, .svg ...)")
+    sp_plot.add_argument("--methods", default=None, help="with compare: the methods, comma-separated "
+                         "(default fft,spa,edgeworth,rdp,gdp)")
+    sp_plot.add_argument("--dpi", type=float, default=150.0)
+    for p in (sp_eps, sp_del, sp_plot):
         p.add_argument("--schedule", default=None, metavar="FILE",
                        help="with dpsgd: the phases of the run, a JSON list of objects or a CSV table with "
                        "mk.dpsgd's keys (noise_multiplier, sampling_rate, steps...)")
     for p in (sp_eps, sp_del, sp_cal):
         p.add_argument("--json", action="store_true", help="print one JSON object (value, lower, upper, method, "
                        "certified and the inputs)")
-    for p in (sp_show, sp_eps, sp_del, sp_cal):
+    for p in (sp_show, sp_eps, sp_del, sp_cal, sp_plot):
         p.add_argument("--scheme", choices=SCHEMES, default=None,
                        help="with subsampled-NAME: the sampling scheme (default poisson)")
         p.add_argument("--relation", choices=RELATIONS, default=None,
@@ -284,6 +333,8 @@ def _dispatch(args, extra, out):
         params = _parse_params(extra)
         if args.cmd == "calibrate":
             return _calibrate(args, params, out)
+        if args.cmd == "plot":
+            return _plot(args, params, out)
         if args.cmd == "show":
             _show(build(args.name, params, args.scheme, args.relation), out)
             return 0

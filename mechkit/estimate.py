@@ -62,7 +62,23 @@ def clamp_into(value: float | ArrayLike, lower: float | ArrayLike,
 
 
 class Estimate(float):
-    """A float answer with its bounds (see the module docstring); pickles and copies with them.
+    """A privacy answer (an epsilon or a delta): a ``float`` that carries its bounds and where it came from.
+
+    It is the estimate itself in arithmetic, comparisons and number formats (``float(est)``, ``est < 3``,
+    ``f"{est:.3f}"``; arithmetic gives a plain ``float``; ``print(est)`` shows its repr, with the interval), and
+    carries
+
+    * ``lower``, ``upper``: the interval around it (None where the method gives none);
+    * ``method``: the accountant that answered ("fft", "spa", "edgeworth", "rdp", "gdp", ...);
+    * ``certified``: whether ``lower <= truth <= upper`` is guaranteed by the method's theorem;
+    * ``details``: method-specific information (e.g. the Renyi order of "rdp", ``details["reliable"]`` of an
+      expansion).
+
+    Which number to trust: when ``certified`` is true, ``upper`` is a guaranteed upper bound on the true epsilon
+    (or delta); report it where a guarantee is needed, and the estimate where the closest value is wanted.  When
+    ``certified`` is false ("gdp", ``variant="fa"``) the bounds, if any, guarantee nothing.  The repr shows the
+    interval and says so where the answer says little (``note=...``).  It pickles and copies with its bounds
+    (see the module docstring).
 
     Parameters
     ----------
@@ -153,7 +169,9 @@ def _bound(b, shape):
 
 class EstimateArray(np.ndarray):
     """Values of a vectorised query, with ``lower`` and ``upper`` arrays of the same shape (see the module
-    docstring for which operations keep the bounds).
+    docstring for which operations keep the bounds), and ``method``, ``certified`` and ``details`` shared by the
+    elements, as an ``Estimate``'s.  Its repr shows the values, then their ``lower`` and ``upper`` arrays (long
+    arrays summarised as NumPy summarises them).
 
     Parameters
     ----------

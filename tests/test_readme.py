@@ -26,3 +26,17 @@ def test_readme_python_examples_run(tmp_path, monkeypatch):
             exec(compile(block, f"README.md python block {i + 1}", "exec"), ns)
         except Exception as exc:
             raise AssertionError(f"README python block {i + 1} fails: {exc!r}\n{block}") from exc
+
+
+def test_mechanism_contract_examples_run():
+    """docs/mechanism-contract.md's Python examples run in order in one namespace, and say what they claim."""
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "mechanism-contract.md").read_text(), re.S)
+    blocks = blocks[1:]  # the first shows the objects' names (``family(**params)``), not a runnable example
+    assert len(blocks) >= 3
+    ns = {}
+    for i, block in enumerate(blocks):
+        exec(compile(block, f"docs/mechanism-contract.md python block {i + 1}", "exec"), ns)
+    assert ns["m"].delta(1.0) == pytest.approx(0.3, rel=1e-12)
+    # P-mass of (3, 4], where q = 0 < p: the integral of e^-(x - 1) / (2 (1 - e^-3)) from 3 to 4
+    assert ns["truncated"].remove.inf_mass == pytest.approx((np.exp(-2.0) - np.exp(-3.0)) / (2 * (1 - np.exp(-3.0))),
+                                                            rel=1e-9)

@@ -68,10 +68,10 @@ def plan(items, eps_error, delta_error, memory_limit=DEFAULT_MEMORY_LIMIT):
     comp = 0.0
     for d in DIRECTIONS:
         for m, _ in items:
-            per = max(per, rdp.epsilon([(m, 1)], min(delta_error / (8 * k), 0.5), d, alphas=rdp.COARSE_ALPHAS,
-                                       refine=False, finite=True)[0])
-        comp = max(comp, rdp.epsilon(items, min(delta_error / 4, 0.5), d, alphas=rdp.COARSE_ALPHAS, refine=False,
-                                     finite=True)[0])
+            per = max(per, float(rdp.epsilon([(m, 1)], min(delta_error / (8 * k), 0.5), d, alphas=rdp.COARSE_ALPHAS,
+                                             refine=False, finite=True)))
+        comp = max(comp, float(rdp.epsilon(items, min(delta_error / 4, 0.5), d, alphas=rdp.COARSE_ALPHAS,
+                                           refine=False, finite=True)))
     if not (math.isfinite(per) and math.isfinite(comp)):
         raise NumericalLimitError("no finite domain bounds the composition's finite privacy loss at "
                                   f"delta_error={delta_error:g}; increase delta_error")
@@ -144,10 +144,10 @@ def discretise(plrv, grid, tau=0.0):
         inside = fin & (vals > lo_edge) & (vals <= hi_edge)
         tmean = float(np.sum(vals[inside] * probs[inside]) / np.sum(probs[inside]))
     else:
-        if inf_mass > 0:
-            raise NumericalLimitError("continuous privacy losses with a point mass at +inf are not supported yet")
-        full = plrv.cgf(0.0, 1)
-        upper = hi_edge * float(S[-1]) + _tail_integral(plrv.sf, hi_edge, np.inf)
+        # E[L; L finite] (the mass at +inf is composed exactly, apart from the discretised finite part)
+        full = plrv.cgf_finite(0.0, 1) * (1.0 - inf_mass) if inf_mass > 0 else plrv.cgf(0.0, 1)
+        sf_fin = (lambda s: np.maximum(plrv.sf(s) - inf_mass, 0.0)) if inf_mass > 0 else plrv.sf
+        upper = hi_edge * (float(S[-1]) - inf_mass) + _tail_integral(sf_fin, hi_edge, np.inf)
         lower = lo_edge * float(F[0]) - _tail_integral(plrv.cdf, max(plrv.support[0], -np.inf), lo_edge)
         tmean = (full - upper - lower) / total
     pmf = q / total

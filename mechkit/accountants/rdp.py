@@ -6,7 +6,9 @@ count * K(alpha - 1) / (alpha - 1); the conversion to (epsilon, delta) is the im
 
     epsilon(delta) = min over alpha > 1 of  RDP(alpha) + log((alpha - 1)/alpha) - (log delta + log alpha)/(alpha - 1)
 
-The result is an upper bound on the true epsilon (it is what the moments accountant reports).
+The result is an upper bound on the true epsilon (it is what the moments accountant reports), returned as an
+``Estimate`` like the other accountants' answers: ``lower`` 0, ``upper`` the bound itself, ``certified`` (the bound is
+a theorem's), and the order that gives it in ``details["alpha"]``.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from numpy.typing import ArrayLike
 from scipy.optimize import minimize_scalar
 
 from ..errors import ParameterError, check_finite_real
+from ..estimate import Estimate
 from ..relations import directions
 
 if TYPE_CHECKING:
@@ -45,7 +48,7 @@ def _eps_of(rdp, alpha, log_delta):
 
 
 def epsilon(items: Sequence[tuple[Mechanism, int]], delta: float, direction: str = "both",
-            alphas: ArrayLike | None = None, refine: bool = True, finite: bool = False) -> tuple[float, float]:
+            alphas: ArrayLike | None = None, refine: bool = True, finite: bool = False) -> Estimate:
     """An upper bound on epsilon(delta) of a composition, from its Renyi divergences.
 
     Every alpha gives a valid upper bound, so a coarse grid is still sound, only looser.
@@ -63,8 +66,9 @@ def epsilon(items: Sequence[tuple[Mechanism, int]], delta: float, direction: str
 
     Returns
     -------
-    (epsilon upper bound, the order alpha that gives it); the bound is inf where every order's divergence is
-    infinite.
+    An ``Estimate`` of method "rdp": the epsilon upper bound as its value and ``upper`` (inf where every order's
+    divergence is infinite), ``lower`` 0, certified, and ``details["alpha"]``, the order alpha that gives it
+    (``details["finite"]`` with ``finite``).
 
     Raises
     ------
@@ -98,4 +102,8 @@ def epsilon(items: Sequence[tuple[Mechanism, int]], delta: float, direction: str
         e = max(e, 0.0)
         if best[0] == math.inf or e > best[0]:
             best = (e, float(a))
-    return best
+    eps, alpha = best
+    details = {"alpha": alpha, "note": "Renyi-DP upper bound"}
+    if finite:
+        details.update(finite=True, note="Renyi-DP upper bound of the finite part of the privacy loss")
+    return Estimate(eps, 0.0, eps, "rdp", True, details)

@@ -23,8 +23,7 @@ from . import rdp as _rdp
 def _rdp_epsilon(items, delta, **options):
     if options:
         raise ParameterError(f"method 'rdp' takes no options, got {sorted(options)}")
-    eps, alpha = _rdp.epsilon(items, delta)
-    return Estimate(eps, 0.0, eps, "rdp", True, {"alpha": alpha, "note": "Renyi-DP upper bound"})
+    return _rdp.epsilon(items, delta)
 
 
 def _rdp_delta(items, epsilon, **options):

@@ -79,7 +79,11 @@ class ContinuousCore(Law):
         for name in self.st["abs_args"]:
             v = self._f(name, x)
             signs.append("+" if v >= 0 else "-")
-        return "".join(signs) or "0"
+        key = "".join(signs) or "0"
+        if key not in self.st["variants"]:
+            raise SpecificationError(f"at x = {x:g} the densities' Abs arguments and Piecewise conditions have signs "
+                                     f"{key}, a combination the derivation ruled out; report this as a bug")
+        return key
 
     def _split_points(self):
         pts = []
@@ -111,10 +115,10 @@ class ContinuousCore(Law):
             roots.append(float(N.invert_monotone(self._k(v["dL"]), 0.0, xs[i], xs[i + 1], d[i] < 0, self.theta)))
         return roots
 
-    def _limit_L(self, v, x):
+    def _limit_L(self, v, x, inside):
         """L at a piece end; at +/-inf from the symbolic limit, checked against numeric evidence (``limits``)."""
         if np.isfinite(x):
-            return self._f(v["L"], x)
+            return self._end_value(v, x, inside)
         walk = limits.double_walk(self._vec(v["L"], np.copysign(limits.WALK, x)))  # one compiled pass
         names = [v.get(end) for end in (("Llo", "Llo_raw") if x < 0 else ("Lhi", "Lhi_raw"))]
         sym = [self._const(n) for n in names if n is not None]
@@ -128,6 +132,20 @@ class ContinuousCore(Law):
 
         return limits.decide(sym, walk, high_precision, x, symbolic_at_values)
 
+    def _end_value(self, v, x, inside):
+        """L at a finite piece end; where the kernel is not a number there (a density vanishing at the end: 0/0 or
+        log of 0 against log of a negative rounding), its one-sided limit from inside the piece: evaluated at
+        1e-6, 1e-9 and 1e-12 (relative) inside; growing by more than 1 per step means it diverges."""
+        val = self._f(v["L"], x)
+        if not math.isnan(val):
+            return val
+        vals = [self._f(v["L"], x + inside * d * max(1.0, abs(x))) for d in (1e-6, 1e-9, 1e-12)]
+        if not all(math.isfinite(u) for u in vals):
+            return math.nan
+        if abs(vals[2] - vals[1]) > 1.0 and (vals[2] - vals[1]) * (vals[1] - vals[0]) > 0:
+            return math.copysign(math.inf, vals[2] - vals[1])
+        return vals[2]
+
     def _make_pieces(self):
         """The pieces between split points; each piece's densities are checked on a grid and the masses
         validated (``_validate``) before the costly parts (limits of L, the choice of inverse)."""
@@ -138,17 +156,27 @@ class ContinuousCore(Law):
             pc.a, pc.b = a, b
             pc.key = self._key_at(self._sample_point(a, b))
             pc.v = self.st["variants"][pc.key]
+            if pc.v.get("zero") == "pq":
+                continue  # neither density has mass here
             pc.flat = pc.v["flat"]
             self._check_defined(pc)
             pc.inv = None
             pc.beyond = {}
-            pc.logmass = [self._piece_logmass(pc, m) for m in (0, 1)]
+            pc.logmass = [NEG_INF if pc.v.get("zero") == "pq"[m] else self._piece_logmass(pc, m) for m in (0, 1)]
             pieces.append(pc)
         self._validate(pieces)
         for pc in pieces:
             v, a, b, xm = pc.v, pc.a, pc.b, self._sample_point(pc.a, pc.b)
-            pc.La = self._limit_L(v, a)
-            pc.Lb = self._limit_L(v, b)
+            if v.get("zero"):  # q = 0 < p: L = +inf; p = 0 < q: L = -inf (a point mass either way)
+                pc.La = pc.Lb = math.inf if v["zero"] == "q" else -math.inf
+                pc.inc = True
+                continue
+            pc.La = self._limit_L(v, a, 1.0)
+            pc.Lb = self._limit_L(v, b, -1.0)
+            for end, val in ((a, pc.La), (b, pc.Lb)):
+                if math.isnan(val):
+                    raise SpecificationError(f"the derived privacy loss is not a number at x = {end:g} (a piece of "
+                                             "the output domain); report this as a bug")
             if pc.flat:
                 pc.La = pc.Lb = self._f(v["L"], xm)
                 pc.inc = True
@@ -325,7 +353,8 @@ class ContinuousCore(Law):
                 g = np.max(ld, axis=1, keepdims=True)
                 tot = np.sum(wg[None, :] * np.exp(ld - g), axis=1) * half
                 est.append(np.log(tot) + g[:, 0])
-        agree = ok & np.isfinite(est[1]) & (np.abs(est[0] - est[1]) <= 1e-12 * np.maximum(1.0, np.abs(est[1])))
+        with np.errstate(invalid="ignore"):  # -inf - -inf where a density vanishes on the whole interval
+            agree = ok & np.isfinite(est[1]) & (np.abs(est[0] - est[1]) <= 1e-12 * np.maximum(1.0, np.abs(est[1])))
         out[agree] = est[1][agree]
         for i in np.nonzero(ok & ~agree)[0]:
             out[i] = self._quad_logmass(pc, m, u[i], v[i])
@@ -363,6 +392,32 @@ class ContinuousCore(Law):
     def cgf_vector(self, tau, n=4):
         """[K(tau), K'(tau), ..., K^(n)(tau)] in one pass (closed forms where attached, else quadrature)."""
         return memo_vector(self, float(tau), n)
+
+    def cgf_finite(self, tau, order=0):
+        """log E_P[e^(tau L); L finite] (order 0) or its derivative, the tilted mean of the finite part (order 1):
+        the monotone pieces' tilted masses and the finite atoms, for a law with point masses at +-inf; +inf where
+        a piece's tilted mass diverges, -inf (order 0) or nan (order 1) where there is no finite mass."""
+        cache = self._tilted_pieces(tau)
+        if cache is None:
+            return math.inf
+        logs, firsts = [], []
+        for pc, lp, lq, L, xs, w, gs in cache:
+            res, _ = N.gk_integrate(0, lp, lq, L, pc.a, pc.b, xs, w, tau, gs, 0.0, 1, self.theta, QUAD_RTOL, 8)
+            if res[0] > 0:
+                logs.append(gs + math.log(res[0]))
+                firsts.append(res[1] / res[0])
+        at = self.atoms
+        fin = np.isfinite(at.values)
+        w = at.logQ[fin] if tau == -1 else at.logP[fin] + tau * at.values[fin]
+        keep = w > NEG_INF
+        logs += [float(u) for u in w[keep]]
+        firsts += [float(v) for v in at.values[fin][keep]]
+        if not logs:
+            return NEG_INF if order == 0 else math.nan
+        total = lse(logs)
+        if order == 0:
+            return total
+        return float(sum(math.exp(lg - total) * f for lg, f in zip(logs, firsts)))
 
     def tilted_abs3(self, tau):
         """E|L_tau - K'(tau)|^3 for the tau-tilted loss (quadrature; the Berry-Esseen term of the SPA)."""
@@ -404,6 +459,8 @@ class ContinuousCore(Law):
         which)."""
         xs = self._probe_points(pc)
         for m, name in ((0, "p"), (1, "q")):
+            if pc.v.get("zero") == name:
+                continue
             with np.errstate(all="ignore"):
                 lv = self._vec(self._logdens(pc, m), xs)
             bad = np.nonzero(np.isnan(lv))[0]

@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..engine.logspace import log1mexp
-from ..errors import NumericalLimitError, ParameterError, check_finite_real, real_array
+from ..errors import ParameterError, check_finite_real, real_array
 
 
 
@@ -237,8 +237,9 @@ class PLRV:
         vals, probs = self.atoms()
         return float(probs[vals == np.inf].sum())
 
-    def cgf_finite(self, t: float) -> float:
-        """log E[exp(t Z); Z finite]: the generating function of the finite part (order 0).
+    def cgf_finite(self, t: float, order: int = 0) -> float:
+        """log E[exp(t Z); Z finite]: the generating function of the finite part (order 0), or its derivative
+        E[Z e^(t Z); Z finite] / E[e^(t Z); Z finite] (order 1: at t = 0, the mean of the finite part).
 
         Equal to ``cgf(t)`` when there is no mass at +inf; with such mass, the composers use it to bound
         the finite part's tails (the mass at +inf is accounted for separately, notes.md 1.1).
@@ -246,28 +247,32 @@ class PLRV:
         Parameters
         ----------
         t : a finite real number.
+        order : 0 or 1.
 
         Returns
         -------
-        The value; +inf where it diverges, -inf where the finite part has no mass.
+        The value; +inf where it diverges, -inf (order 0) or nan (order 1) where the finite part has no mass.
 
         Raises
         ------
         ParameterError : t not a finite real number.
-        NumericalLimitError : a continuous loss with a point mass at +inf (not supported yet).
         """
         t = float(check_finite_real("t", t))
+        if order not in (0, 1):
+            raise ParameterError(f"order must be 0 or 1, got {order!r}")
         if self.inf_mass == 0.0:
-            return self.cgf(t)
+            return self.cgf(t, order)
         if self._core.mono:
-            raise NumericalLimitError("the finite part of a continuous privacy loss with a point mass at +inf "
-                                      "is not supported yet")
+            val = float(self._core.cgf_finite(self._a * t + self._b, order))
+            return val if order == 0 else self._a * val
         vals, probs = self.atoms()
         fin = np.isfinite(vals) & (probs > 0)
         if not fin.any():
-            return -math.inf
+            return -math.inf if order == 0 else math.nan
         lw = np.log(probs[fin]) + t * vals[fin]
         g = float(lw.max())
+        if order == 1:
+            return float(np.sum(np.exp(lw - g) * vals[fin]) / np.sum(np.exp(lw - g)))
         return g + math.log(float(np.exp(lw - g).sum()))
 
     def cgf(self, t: float | ArrayLike, order: int = 0) -> float | np.ndarray:

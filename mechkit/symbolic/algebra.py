@@ -224,7 +224,10 @@ def privacy_loss(p, q, var):
     r = simplify_ratio(p, q, var)
     if not r.is_Add:
         L = sp.expand_log(sp.log(r), force=True)
-        return attempt(lambda: sp.simplify(L), SOLVE_SECONDS, L)
+        L = attempt(lambda: sp.simplify(L), SOLVE_SECONDS, L)
+        if L.has(sp.I):  # log of a negative factor plus i*pi (a normalising constant's sign): keep the real form
+            L = sp.expand_log(sp.log(p), force=True) - sp.expand_log(sp.log(q), force=True)
+        return L
     return sp.log(r)
 
 
@@ -245,4 +248,43 @@ def real_solutions(eq, var, seconds=SOLVE_SECONDS):
     return out
 
 
-UNSUPPORTED_CONTINUOUS = (sp.Heaviside, sp.Piecewise, sp.Max, sp.Min, sp.sign, sp.floor, sp.ceiling)
+def _sample_values(sym):
+    """Values a symbol may take by its assumptions, for ``same_function``."""
+    if sym.is_integer:
+        return (2, 3, 5) if sym.is_nonnegative else (2, -1, 3)
+    if sym.is_nonnegative:
+        return (0.7, 1.9, 3.1)
+    return (0.6, -1.3, 2.2)
+
+
+def same_function(a, b, var, symbols):
+    """False when expressions a and b (in var and symbols) differ somewhere they are evaluated: at three parameter
+    points by the symbols' assumptions and nine values of var, wherever b is a finite real number, a must be one
+    equal to it (to 1e-9).  SymPy's simplification can turn a real loss into logs of negative factors."""
+    import mpmath
+
+    args = [var, *symbols]
+    try:
+        fa, fb = (sp.lambdify(args, e, modules="mpmath") for e in (a, b))
+    except Exception:
+        return True
+    for i in range(3):
+        theta = [mpmath.mpf(_sample_values(s)[i]) for s in symbols]
+        for x in (-3.7, -1.2, -0.3, 0.2, 0.55, 0.9, 1.4, 2.6, 5.3):
+            with mpmath.workdps(30):
+                try:
+                    vb = fb(mpmath.mpf(x), *theta)
+                except Exception:
+                    continue
+                if not isinstance(vb, mpmath.mpf) or not mpmath.isfinite(vb):
+                    continue
+                try:
+                    va = fa(mpmath.mpf(x), *theta)
+                except Exception:
+                    return False
+                if not isinstance(va, mpmath.mpf) or not abs(va - vb) <= 1e-9 * (1 + abs(vb)):
+                    return False
+    return True
+
+
+UNSUPPORTED_CONTINUOUS = (sp.floor, sp.ceiling)

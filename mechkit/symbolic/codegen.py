@@ -368,7 +368,8 @@ def _build_entry(spec, build, key, d):
 
 def high_precision_kernels(structure):
     """The kernels that also get an mpmath version: each variant's loss L (limits at +-inf are checked on it)."""
-    return [v["L"] for v in structure.get("variants", {}).values()]
+    names = [v["L"] for v in structure.get("variants", {}).values() if not v.get("zero")]
+    return list(dict.fromkeys(names))  # variants shared by several sign patterns: once
 
 
 def _to_srepr(v):

@@ -29,8 +29,8 @@ import sympy as sp
 
 from ..errors import SpecificationError
 from . import algebra as sy
+from . import pieces
 
-MAX_ABS = 3
 MAX_ORDER = 6
 #: a closed-form CGF derivative longer than this (characters of its printed form) is not used: Numba's compile
 #: time grows steeply with the expression (docs/performance.md), and such expressions evaluate slowly and with
@@ -121,42 +121,74 @@ def _derive_discrete(spec):
 
 def _derive_continuous(spec):
     d = Derivation()
-    var, p, q = spec.var, spec.p, spec.q
+    var = spec.var
+    p, q = pieces.as_piecewise(spec.p), pieces.as_piecewise(spec.q)
     for f in sy.UNSUPPORTED_CONTINUOUS:
         if p.has(f) or q.has(f):
             raise SpecificationError(
-                f"densities with {f.__name__} are not supported for continuous outputs yet; "
-                "write non-smooth points with Abs (e.g. Abs(x - a))")
-    L = sy.privacy_loss(p, q, var)
-    d.display["privacy_loss"] = L
-    absargs = sorted({a.args[0] for a in (p.atoms(sp.Abs) | q.atoms(sp.Abs)) if a.has(var)}, key=sp.default_sort_key)
-    if len(absargs) > MAX_ABS:
-        raise SpecificationError(f"at most {MAX_ABS} distinct Abs(...) terms in x are supported, got {len(absargs)}")
+                f"densities with {f.__name__} are not supported for continuous outputs yet; write the pieces with "
+                "Piecewise((expr, condition), ...) or their non-smooth points with Abs (e.g. Abs(x - a))")
+    piecewise = p.has(sp.Piecewise) or q.has(sp.Piecewise)
+    d.display["privacy_loss"] = None if piecewise else sy.privacy_loss(p, q, var)
+    signs = pieces.SignArgs(p, q, var)
     st = {"kind": "continuous", "abs_args": [], "breakpoints": [], "variants": {}, "cgf": None, "var": var.name,
           "theta": [s.name for s in spec.params] + [c.name for c, _ in spec.consts],
           "lo": None if spec.lo == -sp.oo else d.add("dom_lo", spec.lo),
           "hi": None if spec.hi == sp.oo else d.add("dom_hi", spec.hi)}
-    for j, a in enumerate(absargs):
+    for j, a in enumerate(signs.args):
         st["abs_args"].append(d.add(f"absarg{j}", a, var))
-        sols = sy.real_solutions(a, var)
-        if sols is None:
-            raise SpecificationError(f"cannot find where {a} changes sign in {var}")
-        for s in sols:
+        for s in _zeros(a, var):
             st["breakpoints"].append(d.add(f"bp{len(st['breakpoints'])}", s))
+    groups = {}  # (p, q) on a piece -> (sign keys, ends)
+    for key, pattern, ends in signs.patterns(spec.lo, spec.hi):
+        pair = (signs.smooth(p, pattern), signs.smooth(q, pattern))
+        keys, all_ends = groups.setdefault(pair, ([], set()))
+        keys.append(key)
+        all_ends |= ends
+    if len(groups) > pieces.MAX_VARIANTS:
+        raise SpecificationError(f"the densities have {len(groups)} distinct smooth pieces; at most "
+                                 f"{pieces.MAX_VARIANTS} are supported")
     inverse_display = []
-    for signs in itertools.product((1, -1), repeat=len(absargs)):
-        key = "".join("+" if s > 0 else "-" for s in signs) or "0"
-        rep = {sp.Abs(a): s * a for a, s in zip(absargs, signs)}
-        pv, qv = p.xreplace(rep), q.xreplace(rep)
-        st["variants"][key] = _derive_variant(d, key, pv, qv, var, spec, inverse_display)
+    for (pv, qv), (keys, ends) in groups.items():
+        pre = "v" + keys[0].replace("+", "P").replace("-", "M") + "_"
+        if pieces.is_zero(pv) or pieces.is_zero(qv):
+            v = _zero_variant(d, pre, pv, qv, var, spec, ends)
+        else:
+            v = _derive_variant(d, pre, pv, qv, var, spec, ends)
+            if v["inv"]:
+                inverse_display.append((keys[0], v.pop("inv_display")))
+            v.pop("inv_display", None)
+        for key in keys:
+            st["variants"][key] = v
+    if d.display["privacy_loss"] is None and len(groups) == 1:
+        d.display["privacy_loss"] = sy.privacy_loss(*next(iter(groups)), var)
     d.display["inverse_loss"] = inverse_display
-    if not absargs and _gaussian_type(p, q, var):
+    if not signs.args and _gaussian_type(p, q, var):
         integrand = sp.exp(sp.expand((1 + sy.T) * sy.log_density(p, var) - sy.T * sy.log_density(q, var)))
         mgf = sy.attempt(lambda: sp.integrate(integrand, (var, spec.lo, spec.hi), conds="none"), sy.MGF_SECONDS)
         if mgf is not None:
             st["cgf"] = _cgf_kernels(d, mgf)
     d.structure = st
     return d
+
+
+def _zeros(a, var):
+    """Where the sign argument a changes sign (a superset does no harm: the numeric layer only cuts there)."""
+    if not a.has(var):
+        return []
+    sols = sy.real_solutions(a, var)
+    if sols is None and a.has(sp.Abs):  # each sign variant of the Abs terms inside, solved separately
+        inner = sorted({b.args[0] for b in a.atoms(sp.Abs)}, key=sp.default_sort_key)
+        sols = []
+        for signs in itertools.product((1, -1), repeat=len(inner)):
+            part = sy.real_solutions(a.xreplace({sp.Abs(b): s * b for b, s in zip(inner, signs)}), var)
+            if part is None:
+                sols = None
+                break
+            sols += part
+    if sols is None:
+        raise SpecificationError(f"cannot find where {a} changes sign in {var}")
+    return sols
 
 
 def _gaussian_type(p, q, var):
@@ -190,10 +222,12 @@ def _tail(G, var, side):
         return None
 
 
-def _derive_variant(d, key, pv, qv, var, spec, inverse_display):
-    pre = "v" + key.replace("+", "P").replace("-", "M") + "_"
+def _derive_variant(d, pre, pv, qv, var, spec, ends):
     Lv = sy.privacy_loss(pv, qv, var)
-    out = {"L": d.add(pre + "L", sy.stabilize(Lv, var), var)}
+    raw = sp.expand_log(sp.log(pv), force=True) - sp.expand_log(sp.log(qv), force=True)
+    if not sy.same_function(Lv, raw, var, [*spec.params, *[c for c, _ in spec.consts]]):
+        Lv = raw  # the simplified form is not the loss at some parameter values (logs of negative factors)
+    out = {"L": d.add(pre + "L", sy.stabilize(Lv, var), var), "zero": None}
     dL = sy.attempt(lambda: sp.simplify(sp.diff(Lv, var)), sy.SOLVE_SECONDS, sp.diff(Lv, var))
     out["dL"] = d.add(pre + "dL", sy.stabilize(dL, var), var)
     out["flat"] = bool(dL == 0 or dL.is_zero)
@@ -208,28 +242,52 @@ def _derive_variant(d, key, pv, qv, var, spec, inverse_display):
         inv = sy.real_solutions(Lv - sy.S, var)
         if inv:
             out["inv"] = [d.add(f"{pre}inv{i}", sy.stabilize(e, sy.S), sy.S) for i, e in enumerate(inv)]
-            inverse_display.append((key, inv))
+            out["inv_display"] = inv
     for m, dens in (("p", pv), ("q", qv)):
-        for k in (f"G{m}", f"Fl{m}", f"Sr{m}", f"logFl{m}", f"logSr{m}"):
-            out[k] = None
-        G = sy.attempt(lambda dens=dens: sp.integrate(dens, var), sy.INTEGRATE_SECONDS)
-        if not _finite_expr(G):
-            continue
-        out[f"G{m}"] = d.add(pre + f"G{m}", G, var)
-        for side, point, key in ((-1, spec.lo, "Fl"), (1, spec.hi, "Sr")):
-            if point.is_finite:
-                continue  # a finite end: masses come from differences of G (or quadrature)
-            tail = _tail(G, var, side)
-            if tail is not None:
-                out[f"{key}{m}"] = d.add(pre + f"{key}{m}", tail, var)
-                out[f"log{key}{m}"] = d.add(pre + f"log{key}{m}", sy.to_log(tail, var), var)
+        _masses(d, pre, out, m, dens, var, spec, ends)
     # SymPy's limits can be wrong with symbolic parameters, and differently so for equivalent forms (the logistic
     # loss: 2/b from the simplified form, 1/b from log p - log q), so both forms' limits go to the numeric layer
-    raw = sp.expand_log(sp.log(pv), force=True) - sp.expand_log(sp.log(qv), force=True)
     out["Lexpr"] = sp.srepr(raw)  # for a symbolic limit at the bound values, where the evidence disagrees
     for end, point in (("Llo", spec.lo), ("Lhi", spec.hi)):
         for suffix, form in (("", Lv), ("_raw", raw)):
-            lim = _limit(form, var, point)
-            ok = lim is not None and not lim.has(sp.nan, sp.zoo, sp.AccumBounds) and not lim.has(var)
-            out[end + suffix] = d.add(pre + end + suffix, lim) if ok else None
+            out[end + suffix] = None
+            if point.is_finite or end[1:] in ends:  # an infinite end this variant never reaches needs no limit
+                lim = _limit(form, var, point)
+                ok = lim is not None and not lim.has(sp.nan, sp.zoo, sp.AccumBounds) and not lim.has(var)
+                out[end + suffix] = d.add(pre + end + suffix, lim) if ok else None
     return out
+
+
+def _zero_variant(d, pre, pv, qv, var, spec, ends):
+    """A piece where p or q (or both) is 0: the loss is +inf (q = 0 < p) or -inf (p = 0 < q) there, a point mass
+    of the PLRV; only the other density's mass on the piece is needed."""
+    zp, zq = pieces.is_zero(pv), pieces.is_zero(qv)
+    out = {"zero": "pq" if zp and zq else "p" if zp else "q", "flat": True, "crit": [], "inv": [], "Lexpr": None,
+           "L": d.add(pre + "L", sp.S.Zero if zp and zq else sp.oo if zq else -sp.oo), "dL": d.add(pre + "dL", 0)}
+    for m, dens, zero in (("p", pv, zp), ("q", qv, zq)):
+        out["log" + m] = d.add(pre + "log" + m, -sp.oo if zero else sy.stabilize(sy.log_density(dens, var), var), var)
+        if zero:
+            for k in (f"G{m}", f"Fl{m}", f"Sr{m}", f"logFl{m}", f"logSr{m}"):
+                out[k] = None
+        else:
+            _masses(d, pre, out, m, dens, var, spec, ends)
+    for k in ("Llo", "Lhi", "Llo_raw", "Lhi_raw"):
+        out[k] = None
+    return out
+
+
+def _masses(d, pre, out, m, dens, var, spec, ends):
+    """The antiderivative of one density and its cancellation-free tails towards the infinite ends reached."""
+    for k in (f"G{m}", f"Fl{m}", f"Sr{m}", f"logFl{m}", f"logSr{m}"):
+        out[k] = None
+    G = sy.attempt(lambda: sp.integrate(dens, var), sy.INTEGRATE_SECONDS)
+    if not _finite_expr(G):
+        return
+    out[f"G{m}"] = d.add(pre + f"G{m}", G, var)
+    for side, point, key, end in ((-1, spec.lo, "Fl", "lo"), (1, spec.hi, "Sr", "hi")):
+        if point.is_finite or end not in ends:
+            continue  # a finite end: masses come from differences of G (or quadrature)
+        tail = _tail(G, var, side)
+        if tail is not None:
+            out[f"{key}{m}"] = d.add(pre + f"{key}{m}", tail, var)
+            out[f"log{key}{m}"] = d.add(pre + f"log{key}{m}", sy.to_log(tail, var), var)
