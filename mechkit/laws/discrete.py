@@ -4,12 +4,20 @@ the masses as arrays, the CGF by exact sums.
 from __future__ import annotations
 
 import math
+import warnings
 
+import mpmath
 import numpy as np
 
 from ..engine import numerics as N
 from ..errors import SpecificationError
 from .core import NEG_INF, NORMALISATION_TOL, AtomSet, DensityUndefined, Law, combine_cgf, lse, memo_cgf, memo_vector
+
+
+#: a tabulated pmf (``_PythonKernel``) keeps the points where p or q exceeds e^-690 (about 1e-300): beyond, SciPy's
+#: special functions underflow and would make false zeros, hence false losses of +-inf; what is dropped changes no
+#: delta above 1e-300 (the FFT's and SPA's answers are far above it)
+TABULATED_FLOOR = -690.0
 
 
 class DiscreteCore(Law):
@@ -20,7 +28,9 @@ class DiscreteCore(Law):
 
     def __init__(self, structure, mod, theta):
         self.st, self.mod, self.theta = structure, mod, np.ascontiguousarray(theta, dtype=float)
-        ref = N.kernel_refs(mod)
+        compiled = N.kernel_refs(mod)
+        slow = set(structure.get("python_kernels", ()))
+        ref = lambda name: _PythonKernel(mod, name, self.theta) if name in slow else compiled(name)
         lp_k, lq_k = ref(structure["logp"]), ref(structure["logq"])
         self._lp, self._lq = lp_k, lq_k
         if structure["kind"] == "finite":
@@ -28,8 +38,8 @@ class DiscreteCore(Law):
         else:
             xs = self._integer_window()
         with np.errstate(all="ignore"):
-            lp = N.vmap(lp_k, xs, self.theta)
-            lq = N.vmap(lq_k, xs, self.theta)
+            lp = self._map(lp_k, xs)
+            lq = self._map(lq_k, xs)
         for name, arr in (("p", lp), ("q", lq)):
             bad = np.isnan(arr) | (arr == np.inf)
             if bad.any():
@@ -42,11 +52,13 @@ class DiscreteCore(Law):
         lp = lp - lse(lp)
         lq = lq - lse(lq)
         keep = (lp > NEG_INF) | (lq > NEG_INF)
+        if slow:  # tabulated in doubles: below e^-690 a special function underflows to 0 (a false zero of p or q)
+            keep &= np.maximum(lp, lq) > TABULATED_FLOOR
         lp, lq, xs = lp[keep], lq[keep], xs[keep]
         if not np.any((lp > NEG_INF) & (lq > NEG_INF)):
             raise SpecificationError("p and q have disjoint supports: the privacy loss is infinite everywhere")
         with np.errstate(all="ignore"):
-            Lk = N.vmap(ref(structure["L"]), xs, self.theta)
+            Lk = self._map(ref(structure["L"]), xs)
             # the derived loss is exact on flat stretches where lp - lq would pick up rounding
             # where one log-pmf kernel underflows to -inf (e.g. a mixture's log evaluated as log(sum of exps)) but
             # the derived loss is finite, that pmf is positive there: p = q e^L exactly (not an atom at +-inf)
@@ -59,6 +71,9 @@ class DiscreteCore(Law):
         self.atoms = AtomSet(L, lp, lq)
         self.mono = []
         self.support = (float(self.atoms.values[0]), float(self.atoms.values[-1]))
+
+    def _map(self, kernel, xs):
+        return kernel.map(xs) if isinstance(kernel, _PythonKernel) else N.vmap(kernel, xs, self.theta)
 
     def _integer_window(self):
         th = self.theta
@@ -128,3 +143,47 @@ class DiscreteCore(Law):
     def closed_cgf_value(self, name, tau):
         """The closed-form CGF kernel ``name`` at ``tau``."""
         return float(getattr(self.mod, "k_" + name)(tau, self.theta))
+
+
+class _PythonKernel:
+    """A log-pmf or loss kernel that Numba cannot compile (a special function such as besseli), tabulated once at
+    bind time over the significant support: by its NumPy/SciPy version, and where that over- or underflows to NaN
+    or +inf, by its mpmath version at 30 digits (a point mpmath cannot evaluate either stays NaN: reported)."""
+
+    def __init__(self, mod, name, theta):
+        self.vec = getattr(mod, "sp_" + name, None)
+        self.mp = getattr(mod, "mp_" + name, None)
+        self.theta = np.asarray(theta, float)
+        self.mp_theta = [mpmath.mpf(float(t)) for t in theta]
+
+    def __call__(self, x, theta=None):
+        return float(self.map(np.array([float(x)]))[0])
+
+    def map(self, xs):
+        xs = np.asarray(xs, float)
+        out = np.full(xs.shape, np.nan)
+        if self.vec is not None:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    v = np.asarray(self.vec(xs, self.theta))
+                    if np.iscomplexobj(v):
+                        v = np.where(np.imag(v) == 0, np.real(v), np.nan)
+                    out = np.broadcast_to(np.asarray(v, float), xs.shape).copy()
+                except Exception:
+                    pass
+        for i in np.nonzero(np.isnan(out) | (out == np.inf))[0]:
+            out[i] = self._mp(xs[i])
+        return out
+
+    def _mp(self, x):
+        if self.mp is None:
+            return math.nan
+        with mpmath.workdps(30):
+            try:
+                v = self.mp(mpmath.mpf(float(x)), self.mp_theta)
+            except (ValueError, ZeroDivisionError, OverflowError):
+                return math.nan
+            if isinstance(v, mpmath.mpc):
+                return float(v.real) if v.imag == 0 else math.nan
+            return float(v)

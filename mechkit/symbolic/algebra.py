@@ -288,3 +288,7 @@ def same_function(a, b, var, symbols):
 
 
 UNSUPPORTED_CONTINUOUS = (sp.floor, sp.ceiling)
+#: the functions a continuous density may call: Numba compiles them (math module), or mechkit rewrites them first
+COMPILED_FUNCTIONS = {sp.exp, sp.log, sp.Abs, sp.sign, sp.erf, sp.erfc, sp.gamma, sp.loggamma, sp.sin, sp.cos, sp.tan,
+                      sp.atan, sp.asin, sp.acos, sp.sinh, sp.cosh, sp.tanh, sp.asinh, sp.acosh, sp.atanh,
+                      sp.Piecewise, sp.Heaviside, sp.Max, sp.Min, LAE, LogErfc, Softplus, Erfc}

@@ -99,15 +99,22 @@ def derive(spec: Spec) -> Derivation:
     return _derive_discrete(spec)
 
 
+def _integer_orders(e):
+    """besseli(n, z) = besseli(|n|, z) for an integer order n: mpmath evaluates negative integer orders slowly or
+    not at all, and a tabulated pmf may need it where SciPy over- or underflows."""
+    return e.replace(lambda z: isinstance(z, sp.besseli) and z.args[0].is_integer and not z.args[0].is_nonnegative,
+                     lambda z: sp.besseli(sp.Abs(z.args[0]), z.args[1]))
+
+
 def _derive_discrete(spec):
     d = Derivation()
     var = spec.var
-    lp = sy.log_density(spec.p, var)
-    lq = sy.log_density(spec.q, var)
+    lp = sy.log_density(_integer_orders(spec.p), var)
+    lq = sy.log_density(_integer_orders(spec.q), var)
     st = {"kind": spec.kind, "points": [float(v) for v in spec.points],
           "logp": d.add("logp", sy.stabilize(lp, var), var),
           "logq": d.add("logq", sy.stabilize(lq, var), var), "cgf": None}
-    L = sy.privacy_loss(spec.p, spec.q, var)
+    L = sy.privacy_loss(_integer_orders(spec.p), _integer_orders(spec.q), var)
     st["L"] = d.add("L", sy.stabilize(L, var), var)
     d.display["privacy_loss"] = L
     d.display["inverse_loss"] = []
@@ -123,6 +130,13 @@ def _derive_continuous(spec):
     d = Derivation()
     var = spec.var
     p, q = pieces.as_piecewise(spec.p), pieces.as_piecewise(spec.q)
+    funcs = {type(f) for f in (p.atoms(sp.Function) | q.atoms(sp.Function))}
+    other = sorted(f.__name__ for f in funcs if f not in sy.COMPILED_FUNCTIONS and f not in sy.UNSUPPORTED_CONTINUOUS)
+    if other:
+        raise SpecificationError(
+            f"{', '.join(other)} cannot be evaluated by the compiled kernels of a continuous density (they take exp, "
+            "log, powers, erf, erfc, gamma, loggamma, trigonometric and hyperbolic functions, Abs, Piecewise, ...); "
+            "a pmf on the integers or a finite set may use it (it is tabulated at the parameter values)")
     for f in sy.UNSUPPORTED_CONTINUOUS:
         if p.has(f) or q.has(f):
             raise SpecificationError(
