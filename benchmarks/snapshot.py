@@ -135,6 +135,11 @@ COMPOSITIONS = {
 
 #: (composition, method, query, argument, options, quick): query "eps" is .epsilon(argument), "delta" .delta(argument)
 COMPOSE = [
+    # the default method (auto): the FFT at moderate k, the SPA at large k, the SPA where the FFT refuses tiny delta
+    ("sg-s0.8-q0.01-k1e3", "auto", "eps", 1e-5, {}, True),
+    ("sg-s2-q0.01-k1e5", "auto", "eps", 1e-5, {}, False),
+    ("sg-s2-q0.01-k3e3", "auto", "eps", 1e-30, {}, False),
+    ("g-s10-k50", "auto", "delta", [0.5, 1.0, 2.0], {}, False),
     ("sg-s0.8-q0.01-k1e3", "fft", "eps", 1e-5, {}, True),
     ("sg-s0.8-q0.01-k1e3", "spa", "eps", 1e-5, {}, True),
     ("sg-s0.8-q0.01-k1e3", "edgeworth", "eps", 1e-5, {}, True),

@@ -246,15 +246,16 @@ class Composition:
         details = {**est.details, "capped_at_largest_loss": top}
         return Estimate(v, min(est.lower, v), min(est.upper, top), est.method, est.certified, details)
 
-    def epsilon(self, delta: float | ArrayLike, method: str = "fft", **options: object) -> Estimate | EstimateArray:
+    def epsilon(self, delta: float | ArrayLike, method: str = "auto", **options: object) -> Estimate | EstimateArray:
         """Smallest epsilon with delta(epsilon) <= delta (max over add and remove).
 
         Parameters
         ----------
         delta : in [0, 1), or an array of such values.  At 0 the answer is exact for every method: the largest
             privacy loss of the composition (inf where a loss is unbounded or infinite with positive probability).
-        method : "fft" (default), "spa", "edgeworth", "rdp", "gdp" or "auto" (``ACCOUNTANTS``; "auto": the SPA where
-            its certified interval is within ``2 eps_error``, the FFT otherwise), or an accountant object with
+        method : "auto" (default: the SPA where its certified interval is within ``2 eps_error``, the FFT otherwise,
+            and the SPA's interval where the FFT cannot answer; ``details["auto"]`` says which and why), "fft", "spa",
+            "edgeworth", "rdp" or "gdp" (``ACCOUNTANTS``), or an accountant object with
             ``account_epsilon(items, delta)`` and ``account_delta(items, epsilon)`` (as a ``PrivacyCurve``).
         **options : the method's own options (e.g. ``eps_error``, ``delta_error`` for "fft"; ``order``,
             ``variant`` for "spa").
@@ -287,14 +288,14 @@ class Composition:
         return _warned(EstimateArray([float(r) for r in res], [r.lower for r in res], [r.upper for r in res],
                                      method, all(r.certified for r in res), details))
 
-    def delta(self, epsilon: float | ArrayLike, method: str = "fft", **options: object) -> Estimate | EstimateArray:
+    def delta(self, epsilon: float | ArrayLike, method: str = "auto", **options: object) -> Estimate | EstimateArray:
         """delta(epsilon) = max over add and remove of the hockey-stick divergence of the composition.
 
         Parameters
         ----------
         epsilon : in [0, inf), or an array of such values.
-        method : "fft" (default), "spa", "edgeworth", "gdp", "auto" ("rdp" answers epsilon only), or an accountant
-            object (see ``epsilon``).
+        method : "auto" (default: the FFT, the SPA where the FFT cannot answer), "fft", "spa", "edgeworth", "gdp"
+            ("rdp" answers epsilon only), or an accountant object (see ``epsilon``).
         **options : the method's own options.
 
         Returns

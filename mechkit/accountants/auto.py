@@ -8,13 +8,18 @@ where the FFT cannot answer.  ``est.details["auto"]`` says what ran and why.
 """
 from __future__ import annotations
 
-from ..errors import MechkitError
+from ..errors import MechkitError, ParameterError, check_finite_real
 from . import fft
 from .spa import accountant as spa
 
 
 def epsilon(items, delta_, eps_error=fft.DEFAULT_EPS_ERROR, delta_error=None, memory_limit=fft.DEFAULT_MEMORY_LIMIT):
     """Smallest epsilon with delta(epsilon) <= delta_ (an ``Estimate``, certified): module docstring."""
+    d = check_finite_real("delta", delta_, low=0.0, high=1.0)  # the budgets are checked before either method runs
+    de = d / 1000.0 if delta_error is None else delta_error
+    fft.check_budgets(eps_error, de, memory_limit)
+    if not de < d:
+        raise ParameterError(f"delta_error must be below delta = {d:g}, got {de:g}")
     first, why = None, ""
     try:
         first = spa.epsilon(items, delta_)
@@ -39,6 +44,7 @@ def epsilon(items, delta_, eps_error=fft.DEFAULT_EPS_ERROR, delta_error=None, me
 
 def delta(items, epsilon, eps_error=fft.DEFAULT_EPS_ERROR, delta_error=1e-10, memory_limit=fft.DEFAULT_MEMORY_LIMIT):
     """delta(epsilon) (an ``EstimateArray``, certified): the FFT, or the saddle point where the FFT cannot answer."""
+    fft.check_budgets(eps_error, delta_error, memory_limit)
     try:
         est = fft.delta(items, epsilon, eps_error, delta_error, memory_limit)
     except MechkitError as exc:

@@ -41,7 +41,9 @@ DEFAULT_MEMORY_LIMIT = 1 << 30
 BYTES_PER_POINT = 10 * 8
 
 
-def _check_budgets(eps_error, delta_error, memory_limit):
+def check_budgets(eps_error, delta_error, memory_limit):
+    """The FFT's budgets as floats, each checked (finite, positive; delta_error below 1): ``ParameterError`` names
+    the one out of range.  ``auto`` checks them too, before either method runs."""
     e = check_finite_real("eps_error", eps_error, low=0.0)
     d = check_finite_real("delta_error", delta_error, low=0.0, high=1.0)
     mlim = check_finite_real("memory_limit", memory_limit, low=0.0)
@@ -352,11 +354,11 @@ class Composed:
     Parameters
     ----------
     items : ((mechanism, count), ...) as the accountants take them.
-    eps_error, delta_error, memory_limit : the budgets (``_check_budgets``).
+    eps_error, delta_error, memory_limit : the budgets (``check_budgets``).
     """
 
     def __init__(self, items, eps_error=DEFAULT_EPS_ERROR, delta_error=1e-10, memory_limit=DEFAULT_MEMORY_LIMIT):
-        eps_error, delta_error, memory_limit = _check_budgets(eps_error, delta_error, memory_limit)
+        eps_error, delta_error, memory_limit = check_budgets(eps_error, delta_error, memory_limit)
         self.eps_error, self.delta_error = eps_error, delta_error
         self.grid, self.curves, self.fp = _curves(items, eps_error, delta_error, memory_limit)
 
@@ -440,7 +442,7 @@ def delta(items, epsilon, eps_error=DEFAULT_EPS_ERROR, delta_error=1e-10, memory
     ``eps_error``/``delta_error``.  ``variant="fa"``: the Fourier accountant (Koskela et al.) with domain
     [-L, L) and ``n`` points; its bounds are the paper's error *estimates*, not certified.
     """
-    eps_error, delta_error, memory_limit = _check_budgets(eps_error, delta_error, memory_limit)
+    eps_error, delta_error, memory_limit = check_budgets(eps_error, delta_error, memory_limit)
     eps = np.atleast_1d(np.asarray(epsilon, float))
     if _variant(variant, L, n) == "fa":
         return fa_delta(items, eps, eps_error, delta_error, memory_limit, L, n)
@@ -453,7 +455,7 @@ def epsilon(items, delta_, eps_error=DEFAULT_EPS_ERROR, delta_error=None, memory
     d = check_finite_real("delta", delta_, low=0.0, high=1.0)
     if delta_error is None:
         delta_error = d / 1000.0
-    eps_error, delta_error, memory_limit = _check_budgets(eps_error, delta_error, memory_limit)
+    eps_error, delta_error, memory_limit = check_budgets(eps_error, delta_error, memory_limit)
     if not delta_error < d:
         raise ParameterError(f"delta_error must be below delta = {d:g}, got {delta_error:g}")
     if _variant(variant, L, n) == "fa":

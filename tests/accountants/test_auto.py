@@ -44,3 +44,26 @@ def test_auto_answers_where_the_fft_cannot(run):
     assert small.method == "spa" and small.certified
     ref = run.delta(1.0, method="fft")
     assert small.lower <= ref.upper and ref.lower <= small.upper
+
+
+def test_auto_is_the_default_and_checks_its_budgets_first():
+    """Issue 21: method="auto" is the default of epsilon and delta; bad budgets are refused before either method
+    runs (the saddle point would otherwise have answered an infinite eps_error)."""
+    import math
+
+    import mechkit as mk
+    from mechkit.errors import ParameterError
+    run = mk.compose((mk.gaussian(sigma=2.0), 10))
+    est = run.epsilon(1e-5)
+    assert "auto" in est.details and est.method in ("spa", "fft")
+    mu = math.sqrt(10) / 2.0  # mu-GDP: the exact epsilon lies inside
+    assert est.lower <= mk.gdp.epsilon(mu, 1e-5) <= est.upper
+    assert run.delta(1.0).details["auto"] == "fft"
+    for bad in ({"eps_error": float("inf")}, {"eps_error": -0.1}, {"delta_error": float("nan")},
+                {"memory_limit": -1.0}, {"delta_error": 1e-4}):
+        try:
+            run.epsilon(1e-5, **bad)
+        except ParameterError as exc:
+            assert list(bad)[0] in str(exc)
+        else:
+            raise AssertionError(f"{bad} accepted")

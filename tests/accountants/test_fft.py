@@ -116,6 +116,8 @@ def test_bad_input_leaves_composition_unchanged():
     for kwargs in ({"delta": 1.0}, {"delta": -1e-5}, {"delta": float("nan")}):  # delta = 0: the largest loss
         with pytest.raises(ParameterError, match="delta"):
             run.epsilon(**kwargs)
+        with pytest.raises(ParameterError, match="delta"):
+            run.epsilon(method="fft", **kwargs)
     with pytest.raises(ParameterError, match="epsilon"):
         run.delta(-0.5)
     with pytest.raises(ParameterError, match="eps_error"):
@@ -151,7 +153,10 @@ def test_compose_merges_and_nests():
 def test_memory_limit_raises_before_allocating():
     run = mk.compose((mk.gaussian(sigma=1.0), 10))
     with pytest.raises(ParameterError, match=r"eps_error >= .* fits"):
-        run.epsilon(1e-5, eps_error=1e-6, memory_limit=10 * 2**20)
+        run.epsilon(1e-5, method="fft", eps_error=1e-6, memory_limit=10 * 2**20)
+    # the default (auto) answers from the saddle point, which needs no grid, and says why
+    est = run.epsilon(1e-5, eps_error=1e-6, memory_limit=10 * 2**20)
+    assert est.method == "spa" and "fft could not answer" in est.details["auto"]
 
 
 def test_planned_memory_covers_the_measured_peak():
@@ -175,7 +180,7 @@ def test_planned_memory_covers_the_measured_peak():
 def test_tiny_delta_says_it_cannot_be_certified():
     run = mk.compose((mk.subsample(mk.gaussian(sigma=2.0), 0.01), 3000))
     with pytest.raises(NumericalLimitError, match=r"smallest certifiable delta.*spa"):
-        run.epsilon(1e-15)
+        run.epsilon(1e-15, method="fft")
 
 
 def test_estimate_behaves_as_number():
@@ -217,7 +222,7 @@ def p1_run():
     (50_000, 0.0491228786423, 2.01e-2), (200_000, 0.0496013846114, 1.06e-6),
     (800_000, 0.0496014103252, None), (3_200_000, 0.0496014103163, None)])
 def test_fa_reproduces_p1_table_1(n, ref, rel_err):
-    r = p1_run().delta(1.0, variant="fa", L=12.0, n=n)
+    r = p1_run().delta(1.0, method="fft", variant="fa", L=12.0, n=n)
     assert abs(float(r) - ref) < 5e-11  # the table's 13 digits, up to the last two
     assert r.method == "fft-fa" and not r.certified and r.details["n"] == n
     err = float(np.ravel(r.details["richardson_error"])[0]) / float(r)  # the table's err(L, n) is relative
@@ -232,7 +237,7 @@ def test_fa_reproduces_p1_table_1(n, ref, rel_err):
 @pytest.mark.parametrize("L,ref,tail_hi", [(2.0, 0.0422160172923, 0.5), (6.0, 0.0496014103158, 1e-5),
                                            (10.0, 0.0496014103134, 1e-15)])
 def test_fa_reproduces_p1_table_2(L, ref, tail_hi):
-    r = p1_run().delta(1.0, variant="fa", L=L, n=3_200_000)
+    r = p1_run().delta(1.0, method="fft", variant="fa", L=L, n=3_200_000)
     assert abs(float(r) - ref) < 5e-11
     # the generic Chernoff form of (7.3) with the exact CGF: below the paper's Abadi-style estimate
     assert r.details["tail_estimate"] < tail_hi
@@ -240,8 +245,8 @@ def test_fa_reproduces_p1_table_2(L, ref, tail_hi):
 
 def test_fa_converged_value_inside_certified_bounds():
     run = p1_run()
-    fa = run.delta(1.0, variant="fa", L=12.0, n=800_000)
-    prv = run.delta(1.0)
+    fa = run.delta(1.0, method="fft", variant="fa", L=12.0, n=800_000)
+    prv = run.delta(1.0, method="fft")
     assert prv.lower <= float(fa) <= prv.upper
     assert prv.certified and prv.details["variant"] == "prv"
 
@@ -255,8 +260,8 @@ def test_fa_epsilon_and_defaults_against_the_contour_truth():
     from tests.references import contour_mix as C
     run = mk.compose((mk.subsample(mk.gaussian(sigma=1.0), 0.02), 500), (mk.laplace(scale=20.0), 3))
     ref = C.Composition((C.subsampled_gaussian(1.0, 0.02), 500), (C.laplace(20.0), 3))
-    fa = run.epsilon(1e-5, variant="fa")  # default L and n from the certified plan
-    prv = run.epsilon(1e-5)
+    fa = run.epsilon(1e-5, method="fft", variant="fa")  # default L and n from the certified plan
+    prv = run.epsilon(1e-5, method="fft")
     assert ref.epsilon_within(1e-5, prv.lower, prv.upper)
     assert prv.upper - prv.lower <= 2 * prv.details["eps_error"] + 1e-3
     assert ref.epsilon_within(1e-5, fa.lower, fa.upper) and fa.upper - fa.lower <= 2e-4
@@ -271,7 +276,7 @@ def test_fa_epsilon_and_defaults_against_the_contour_truth():
 def test_fa_bad_options(kw, word):
     run = p1_run()
     with pytest.raises(ParameterError, match=word):
-        run.delta(1.0, **kw)
+        run.delta(1.0, method="fft", **kw)
 
 
 # ---- point masses at +inf (notes.md 1.1): the canonical (eps0, delta0)-DP pair (tests/helpers.py), composed -----
@@ -373,4 +378,4 @@ def test_astronomical_grid_is_a_parameter_error_not_an_overflow():
     # MechkitError) before the memory check
     run = mk.compose((mk.gaussian(1.0), 10**12))
     with pytest.raises(ParameterError, match="memory_limit"):
-        run.epsilon(1e-5)
+        run.epsilon(1e-5, method="fft")

@@ -530,11 +530,11 @@ def test_delta_interval_contains_the_truth(name, method):
 @pytest.mark.parametrize("name", ["dlap20_x500", "dgauss1_x100", "srr1_q01_x300", "slap2_q01_x100"])
 def test_fft_refuses_tiny_delta_and_is_sound_just_above_its_floor(name):
     with pytest.raises(mk.NumericalLimitError, match="cannot be certified") as info:
-        composition(name).epsilon(1e-12)
+        composition(name).epsilon(1e-12, method="fft")
     smallest = float(_SMALLEST.search(str(info.value)).group(1))
     assert smallest > 1e-12
     delta = 3 * smallest
-    est = composition(name).epsilon(delta)
+    est = composition(name).epsilon(delta, method="fft")
     lo, hi = reference(name).epsilon(delta)
     assert _contains(est.lower, est.upper, lo, hi), (name, delta, est, lo, hi)
     _check_fft_epsilon(name, est, delta, lo, hi)
@@ -585,7 +585,7 @@ def test_random_discrete_laplace_fft_and_spa_contain_the_exact_epsilon(scale, k,
           if top - lo < 1e-6 else "truth: interior")
     comp = mk.compose((mk.discrete_laplace(scale), k))
     try:
-        est = comp.epsilon(delta)
+        est = comp.epsilon(delta, method="fft")
     except mk.NumericalLimitError as exc:          # documented: below the floating-point floor of the grid
         assert "cannot be certified" in str(exc)
         assert delta < float(_SMALLEST.search(str(exc)).group(1))
