@@ -4,12 +4,14 @@
 Every catalog family, for an add/remove family its Poisson-subsampled family and, for the additive-noise
 families (q symmetric about 0), its replace-one family and their subsampled families under replace-one (Poisson,
 without replacement) are derived (or loaded from the cache) and exported into
-``mechanisms/_derived`` as one JSON file per family (structure, display expressions, generated module source);
+``mechanisms/_derived`` as one JSON file per family (structure, display expressions, generated module source),
+with ``index.json``, the catalog's names, summaries and parameters for the command line's ``--help``;
 files of families no longer in the catalog, or of an older code version, are removed.  Run it after changing the
 catalog or the derivation code (the cache key hashes both: ``tests/laws/test_prederived.py`` says when).
 """
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -48,6 +50,10 @@ def main(out: Path | None = None) -> list[Path]:
         written.append(codegen.export_entry(fam.spec, out))
     for stale in set(out.glob("fam_*.json")) - set(written):
         stale.unlink()
+    # the command line's --help reads this (no SymPy import): each mechanism's summary and parameters
+    index = out / "index.json"
+    index.write_text(json.dumps(catalog.index(), indent=1, sort_keys=True) + "\n")
+    written.append(index)
     return written
 
 

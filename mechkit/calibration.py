@@ -24,24 +24,27 @@ class Calibration:
     Parameters
     ----------
     value : the calibrated parameter (feasible: ``estimate.upper`` meets the target).
-    estimate : the ``Estimate`` of epsilon(delta) at ``value`` (certified by the method).
+    estimate : the ``Estimate`` of the targeted quantity at ``value`` (certified by the method): epsilon(delta), or
+        delta(epsilon), the advantage, or the true-positive rate at the target's false-positive rate.
     neighbour : the parameter ``tolerance`` away on the other side, whose certified upper bound exceeds the target.
     neighbour_upper : that upper bound.
     evaluations : how many compositions were accounted with certified bounds (the saddle-point estimates that place
         the first guess, milliseconds each, are not counted).
-    target : (epsilon, delta).
+    target : (epsilon, delta) for an (epsilon, delta) target; ("advantage", a) or ("tpr", tpr, fpr) otherwise.
     integer : whether the parameter is an integer (``value`` is then an int).
+    quantity : what was bounded, in words (e.g. "epsilon(1e-05)", "delta(8)", "advantage", "tpr at fpr 0.01").
 
     Attributes
     ----------
-    value, estimate, neighbour, neighbour_upper, evaluations, target, integer.
+    value, estimate, neighbour, neighbour_upper, evaluations, target, integer, quantity.
     """
 
     def __init__(self, value: float, estimate: Estimate, neighbour: float, neighbour_upper: float, evaluations: int,
-                 target: tuple[float, float], integer: bool) -> None:
+                 target: tuple, integer: bool, quantity: str | None = None) -> None:
         self.value = int(value) if integer else float(value)
         self.estimate, self.neighbour, self.neighbour_upper = estimate, neighbour, neighbour_upper
         self.evaluations, self.target, self.integer = evaluations, target, integer
+        self.quantity = quantity if quantity is not None else f"epsilon({target[1]:g})"
 
     def __float__(self):
         return float(self.value)
@@ -50,30 +53,107 @@ class Calibration:
         return int(self.value)
 
     def __repr__(self):
-        eps, delta = self.target
-        return (f"Calibration(value={self.value!r}: epsilon({delta:g}) <= {self.estimate.upper:.6g} <= {eps:g} "
-                f"(certified, {self.estimate.method}); at {self.neighbour!r}: {self.neighbour_upper:.6g} > {eps:g}; "
-                f"{self.evaluations} evaluations)")
+        limit = self.target[0] if isinstance(self.target[0], float) else self.target[1]
+        return (f"Calibration(value={self.value!r}: {self.quantity} <= {self.estimate.upper:.6g} <= {limit:g} "
+                f"(certified, {self.estimate.method}); at {self.neighbour!r}: {self.neighbour_upper:.6g} > "
+                f"{limit:g}; {self.evaluations} evaluations)")
 
 
-def calibrate(make: Callable[[float], object], epsilon: float, delta: float, bounds: tuple[float, float],
-              integer: bool = False, tolerance: float | None = None, method: str = "fft",
-              **options: object) -> Calibration:
-    """The parameter of ``make`` that meets ``epsilon`` at ``delta`` by a certified upper bound, tight to
-    ``tolerance`` (module docstring).
+#: the FFT's eps_error for advantage and tpr targets (their certified bounds move by about this much)
+FINE_EPS_ERROR = 0.002
+
+
+class _Target:
+    """What a calibration bounds: ``measure(run)`` (a certified Estimate whose upper bound must be at most
+    ``limit``), ``cheap(run)`` (the saddle point's estimate of it, to place a first guess; None: none),
+    ``quantity`` and ``target`` (for the result)."""
+
+    def __init__(self, epsilon, delta, advantage, tpr, fpr, query, method, options):
+        given = [n for n, v in (("epsilon", epsilon), ("delta", delta), ("advantage", advantage), ("tpr", tpr),
+                                ("fpr", fpr)) if v is not None]
+        self.method, self.options, self.query = method, options, None
+        if set(given) == {"epsilon", "delta"}:
+            self.eps = check_real("epsilon", epsilon, low=0.0)
+            self.dlt = check_real("delta", delta, low=0.0, high=1.0)
+            if query not in ("epsilon", "delta"):
+                raise ParameterError(f"query must be 'epsilon' (bound epsilon(delta)) or 'delta' (bound "
+                                     f"delta(epsilon)), got {query!r}")
+            self.query = query
+            self.limit = self.eps if query == "epsilon" else self.dlt
+            self.target = (self.eps, self.dlt)
+            self.quantity = f"epsilon({self.dlt:g})" if query == "epsilon" else f"delta({self.eps:g})"
+        elif given == ["advantage"]:
+            self.limit = check_real("advantage", advantage, low=0.0, high=1.0)
+            self.target, self.quantity = ("advantage", self.limit), "advantage"
+        elif set(given) == {"tpr", "fpr"}:
+            self.fpr = check_real("fpr", fpr, low=0.0, high=1.0, low_open=False, high_open=True)
+            self.limit = check_real("tpr", tpr, low=self.fpr, high=1.0, low_open=True, high_open=True)
+            self.target, self.quantity = ("tpr", self.limit, self.fpr), f"tpr at fpr {self.fpr:g}"
+        else:
+            raise ParameterError("give one target: epsilon and delta, or advantage, or tpr and fpr (the attacker's "
+                                 f"true-positive rate at a false-positive rate); got {', '.join(given) or 'none'}")
+        if self.query is None:
+            if method not in ("fft", "auto"):
+                raise ParameterError("an advantage or tpr target is certified from the FFT's curve: method 'fft'")
+            unknown = sorted(set(options) - {"eps_error", "delta_error"})
+            if unknown:
+                raise ParameterError(f"unknown option(s) {unknown} for an advantage or tpr target; its options are "
+                                     "['eps_error', 'delta_error']")
+            # delta at epsilon 0 moves by about eps_error times P(L > 0) per eps_error: a finer grid than the FFT's
+            # default keeps the certified advantage within about 1e-3 of the truth
+            self.options = {"eps_error": FINE_EPS_ERROR, **options}
+
+    def measure(self, run):
+        if self.query == "epsilon":
+            return run.epsilon(self.dlt, method=self.method, **self.options)
+        if self.query == "delta":
+            return run.delta(self.eps, method=self.method, **self.options)
+        if self.target[0] == "advantage":
+            return run.advantage(**self.options)
+        got = run.tpr_at_fpr(self.fpr, **self.options)
+        return Estimate(float(got[0]), float(got.lower[0]), float(got.upper[0]), got.method, got.certified,
+                        dict(got.details))
+
+    def fallback(self, run):
+        """The saddle point's certified answer where the method cannot answer (a grid too large, a tiny delta);
+        None for targets it does not answer."""
+        if self.query == "epsilon":
+            return run.epsilon(self.dlt, method="spa")
+        if self.query == "delta":
+            return run.delta(self.eps, method="spa")
+        return None
+
+    def cheap(self, run):
+        if self.query is None:
+            return None
+        return float(self.fallback(run))
+
+
+def calibrate(make: Callable[[float], object], epsilon: float | None = None, delta: float | None = None,
+              bounds: tuple[float, float] | None = None, integer: bool = False, tolerance: float | None = None,
+              method: str = "fft", *, query: str = "epsilon", advantage: float | None = None,
+              tpr: float | None = None, fpr: float | None = None, **options: object) -> Calibration:
+    """The parameter of ``make`` that meets a privacy target by a certified upper bound, tight to ``tolerance``
+    (module docstring).
 
     Parameters
     ----------
     make : parameter -> ``Composition`` (or anything with ``epsilon(delta, method=..., **options)``), monotone in
         its parameter.
-    epsilon : the target epsilon, > 0.
+    epsilon : the target epsilon, > 0 (with ``delta``).
     delta : the delta of the target, in (0, 1).
     bounds : (low, high), low < high, the interval searched (positive for a continuous parameter).
     integer : True for an integer parameter (steps, batch size).
     tolerance : how far apart the returned value and its infeasible neighbour may be: relative (default 1e-3) for
         a continuous parameter, absolute (default and minimum 1) for an integer one.
     method : the accountant, "fft" by default; its certified upper bound decides feasibility.
-    **options : the method's options (e.g. ``eps_error``).
+    query : with epsilon and delta: "epsilon" (default: the certified upper epsilon(delta) is at most epsilon) or
+        "delta" (the certified upper delta(epsilon) is at most delta; the same guarantee, another bound).
+    advantage : instead of epsilon and delta: the best attacker's advantage (``Composition.advantage``), in (0, 1).
+    tpr, fpr : instead: the best membership attacker's true-positive rate at false-positive rate ``fpr``
+        (``Composition.tpr_at_fpr``), fpr < tpr < 1.
+    **options : the method's options (e.g. ``eps_error``); for an advantage or tpr target, the FFT's ``eps_error``
+        (default 0.002) and ``delta_error``.
 
     Returns
     -------
@@ -81,12 +161,13 @@ def calibrate(make: Callable[[float], object], epsilon: float, delta: float, bou
 
     Raises
     ------
-    ParameterError : a target or bounds outside their ranges, a method that does not certify upper bounds, equal
-        answers at both bounds (no direction), or a target that no value in the bounds meets, or that every value
-        meets (the message gives the bounds' epsilons).
+    ParameterError : no target or more than one, a target or bounds outside their ranges, a method that does not
+        certify upper bounds, equal answers at both bounds (no direction), or a target that no value in the bounds
+        meets, or that every value meets (the message gives the bounds' answers).
     """
-    eps = check_real("epsilon", epsilon, low=0.0)
-    dlt = check_real("delta", delta, low=0.0, high=1.0)
+    tgt = _Target(epsilon, delta, advantage, tpr, fpr, query, method, options)
+    if bounds is None:
+        raise ParameterError("bounds must be given: (low, high), the interval of the parameter searched")
     try:
         lo, hi = bounds
     except (TypeError, ValueError):
@@ -107,14 +188,14 @@ def calibrate(make: Callable[[float], object], epsilon: float, delta: float, bou
         run = make(int(x) if integer else float(x))
         try:
             with quiet():  # the search's own queries: only the answer's Estimate speaks
-                est = run.epsilon(dlt, method=method, **options)
+                est = tgt.measure(run)
         except MechkitError as exc:
-            if method == "spa":
+            if method == "spa" or tgt.query is None:
                 raise
             # an extreme value of the parameter (e.g. little noise over many steps) can be beyond the method's grid
             # or floor: the saddle-point accountant needs no grid and certifies its bounds as well
             with quiet():
-                est = run.epsilon(dlt, method="spa")
+                est = tgt.fallback(run)
             est.details["calibration_fallback"] = f"{method} could not answer ({exc}); the saddle-point bounds"
         if not getattr(est, "certified", False):
             raise ParameterError(f"method {method!r} does not certify an upper bound; calibrate with 'fft' or 'spa'")
@@ -132,19 +213,21 @@ def calibrate(make: Callable[[float], object], epsilon: float, delta: float, bou
             return (a + b) // 2
         return math.sqrt(a * b) if a > 0 and b > 0 else 0.5 * (a + b)
 
+    limit = tgt.limit
     bracket = None
-    if method != "spa":
-        guess = _cheap_crossing(make, dlt, eps, lo, hi, integer, between)
+    if method != "spa" and tgt.query is not None:
+        guess = _cheap_crossing(make, tgt.cheap, limit, lo, hi, integer, between)
         if guess is not None:
-            bracket = _certified_bracket(upper, guess, eps, lo, hi, integer)
+            bracket = _certified_bracket(upper, guess, limit, lo, hi, integer)
     if bracket is None:
-        bracket = _bounds_bracket(upper, eps, dlt, lo, hi)
+        bracket = _bounds_bracket(upper, limit, tgt.quantity, lo, hi)
+
     def probe(x):
         e = upper(x)
-        return e.upper <= eps, e
+        return e.upper <= limit, e
 
     good, e_good, bad, e_bad = _bisect(*bracket, probe, close, between)
-    return Calibration(good, e_good, bad, e_bad.upper, count[0], (eps, dlt), integer)
+    return Calibration(good, e_good, bad, e_bad.upper, count[0], tgt.target, integer, tgt.quantity)
 
 
 def _bisect(good, at_good, bad, at_bad, probe, close, between, limit=None):
@@ -167,32 +250,32 @@ def _bisect(good, at_good, bad, at_bad, probe, close, between, limit=None):
     return good, at_good, bad, at_bad
 
 
-def _bounds_bracket(upper, eps, dlt, lo, hi):
+def _bounds_bracket(upper, limit, quantity, lo, hi):
     """(feasible end, its Estimate, infeasible end, its Estimate) from certified answers at both bounds, or the
     ParameterError of a target that no value, or every value, in the bounds meets."""
     e_lo, e_hi = upper(lo), upper(hi)
     if e_lo.upper == e_hi.upper:
-        raise ParameterError(f"the certified epsilon is {e_lo.upper:g} at both bounds: no direction to search")
-    ok_lo, ok_hi = e_lo.upper <= eps, e_hi.upper <= eps
+        raise ParameterError(f"the certified {quantity} is {e_lo.upper:g} at both bounds: no direction to search")
+    ok_lo, ok_hi = e_lo.upper <= limit, e_hi.upper <= limit
     if ok_lo == ok_hi:
         what = "every value in bounds meets" if ok_lo else "no value in bounds meets"
-        raise ParameterError(f"{what} epsilon = {eps:g} at delta = {dlt:g} (certified upper bounds: {e_lo.upper:.6g} "
+        raise ParameterError(f"{what} {quantity} <= {limit:g} (certified upper bounds: {e_lo.upper:.6g} "
                              f"at {lo!r}, {e_hi.upper:.6g} at {hi!r}); change bounds")
     return (lo, e_lo, hi, e_hi) if ok_lo else (hi, e_hi, lo, e_lo)
 
 
-def _cheap_crossing(make, dlt, eps, lo, hi, integer, between):
-    """Where the saddle point's *estimate* of epsilon crosses the target (milliseconds an evaluation): a guess that
-    the certified search starts from, None where the estimates cannot place one (the search then starts from the
-    bounds).  Nothing is certified from it."""
+def _cheap_crossing(make, estimate, eps, lo, hi, integer, between):
+    """Where the saddle point's *estimate* of the targeted quantity crosses the target (milliseconds an evaluation;
+    ``estimate(run)``): a guess that the certified search starts from, None where the estimates cannot place one
+    (the search then starts from the bounds).  Nothing is certified from it."""
 
     def cheap(x):
         try:
             with quiet():
-                v = float(make(int(x) if integer else float(x)).epsilon(dlt, method="spa"))
+                v = estimate(make(int(x) if integer else float(x)))
         except MechkitError:
             return None
-        return v if not math.isnan(v) else None
+        return v if v is not None and not math.isnan(v) else None
 
     c_lo, c_hi = cheap(lo), cheap(hi)
     if c_lo is None or c_hi is None or c_lo == c_hi or (c_lo <= eps) == (c_hi <= eps):

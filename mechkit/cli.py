@@ -1,5 +1,6 @@
 """Command line: ``mechkit show NAME --param value ...``, ``mechkit epsilon NAME ... --steps K --delta D`` and
-``mechkit calibrate noise-multiplier|steps --epsilon E --delta D`` (a DP-SGD run's options).
+``mechkit calibrate noise-multiplier|steps|sampling-rate --epsilon E --delta D`` (or ``--advantage A``, or ``--tpr T
+--fpr F``; a DP-SGD run's options).
 
 ``mechkit epsilon dpsgd --noise-multiplier 0.8 --sampling-rate 0.01 --steps 10000 --delta 1e-5`` (or
 ``--batch-size B --dataset-size N``, ``--epochs E``) accounts a DP-SGD run (``mk.dpsgd``).
@@ -15,9 +16,11 @@ pair).  Parameters are passed as ``--name value``.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 import warnings
+from pathlib import Path
 
 
 import mechkit as mk
@@ -90,29 +93,37 @@ def _dpsgd(args, params, steps, **fixed):
 
 
 def _calibrate(args, params, out):
-    """``mechkit calibrate noise-multiplier|steps``: ``mk.calibrate`` over a DP-SGD run."""
+    """``mechkit calibrate noise-multiplier|steps|sampling-rate``: ``mk.calibrate`` over a DP-SGD run, for an
+    (--epsilon, --delta) target (``--query delta``: bound delta(epsilon)), an --advantage, or --tpr at --fpr."""
+    target = {k: getattr(args, k) for k in ("epsilon", "delta", "advantage", "tpr", "fpr")
+              if getattr(args, k) is not None}
+    if args.query != "epsilon":
+        target["query"] = args.query
     if args.what == "noise-multiplier":
         bounds = tuple(args.bounds) if args.bounds else (0.3, 50.0)
-        cal = mk.calibrate(lambda s: _dpsgd(args, params, args.steps, noise_multiplier=s), args.epsilon,
-                           args.delta, bounds)
-        label = "noise multiplier"
+        cal = mk.calibrate(lambda s: _dpsgd(args, params, args.steps, noise_multiplier=s), bounds=bounds, **target)
+    elif args.what == "sampling-rate":
+        if any(k in params for k in ("sampling_rate", "batch_size")):
+            raise MechkitError("calibrate sampling-rate takes neither --sampling-rate nor --batch-size (it finds it)")
+        bounds = tuple(args.bounds) if args.bounds else (1e-6, 1.0)
+        cal = mk.calibrate(lambda q: _dpsgd(args, params, args.steps, sampling_rate=q), bounds=bounds, **target)
     else:
         if args.steps is not None or "epochs" in params:
             raise MechkitError("calibrate steps takes neither --steps nor --epochs (it finds the steps)")
         bounds = tuple(int(b) for b in args.bounds) if args.bounds else (1, 10**7)
-        cal = mk.calibrate(lambda t: _dpsgd(args, params, t), args.epsilon, args.delta, bounds, integer=True)
-        label = "steps"
-    est = cal.estimate
+        cal = mk.calibrate(lambda t: _dpsgd(args, params, t), bounds=bounds, integer=True, **target)
+    est, label = cal.estimate, args.what.replace("-", " ")
     if args.json:
         print(json.dumps({**_fields(est), "value": cal.value, "parameter": args.what, "neighbour": cal.neighbour,
                           "neighbour_upper": float(cal.neighbour_upper), "evaluations": cal.evaluations,
-                          "epsilon": args.epsilon, "delta": args.delta, "params": params, "steps": args.steps,
+                          "quantity": cal.quantity, **target, "params": params, "steps": args.steps,
                           "scheme": args.scheme, "relation": args.relation}), file=out)
         return 0
+    limit = cal.target[0] if cal.quantity.startswith("epsilon") else cal.target[1]
     print(f"{label:<16} {cal.value}", file=out)
-    print(f"epsilon          <= {est.upper:.6f} at delta = {args.delta:g} (certified, method {est.method}; "
-          f"interval [{est.lower:.6f}, {est.upper:.6f}])", file=out)
-    print(f"next value       {cal.neighbour} has upper bound {cal.neighbour_upper:.6f} > {args.epsilon:g} "
+    print(f"{cal.quantity:<16} <= {est.upper:.6g} <= {limit:g} (certified, method {est.method}; interval "
+          f"[{est.lower:.6g}, {est.upper:.6g}])", file=out)
+    print(f"next value       {cal.neighbour} has upper bound {cal.neighbour_upper:.6g} > {limit:g} "
           f"({cal.evaluations} evaluations)", file=out)
     return 0
 
@@ -260,6 +271,27 @@ def _show(m, out):
         print(f"   epsilon({d:g}) = {m.epsilon(d):.6f}", file=out)
 
 
+def _catalog_help():
+    """The catalog's mechanisms and their parameters for ``--help``, read from the shipped index
+    (``mechanisms/_derived/index.json``) so that help needs neither SymPy nor the engine; '' when it is missing."""
+    try:
+        spec = importlib.util.find_spec("mechkit.mechanisms")
+        base = (Path(spec.submodule_search_locations[0]) if spec is not None
+                else Path(__file__).resolve().parent.parent / "mechanisms")
+        index = json.loads((base / "_derived" / "index.json").read_text())
+    except (OSError, ValueError, ImportError, AttributeError, TypeError, IndexError):
+        return ""
+    lines = ["mechanisms (NAME; parameters as --name value):"]
+    for name, entry in sorted(index.items()):
+        first = entry["summary"].split(". ")[0].rstrip(".")
+        lines.append(f"  {name.replace('_', '-')}: {first[:90]}{'...' if len(first) > 90 else ''}")
+        for pname, what in entry["parameters"]:
+            lines.append(f"      --{pname.replace('_', '-')}{'  ' + what if what else ''}")
+    lines.append("  subsampled-NAME: NAME's parameters and --q RATE (--scheme poisson|without_replacement)")
+    lines.append("  dpsgd: --noise-multiplier, --sampling-rate or --batch-size/--dataset-size, --steps or --epochs")
+    return "\n".join(lines)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with its errors on one line (``mechkit: error: ...``, exit code 2), as mechkit's own errors."""
 
@@ -268,7 +300,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv=None, out=sys.stdout):
-    ap = _Parser(prog="mechkit", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = _Parser(prog="mechkit", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                 epilog=_catalog_help())
     sub = ap.add_subparsers(dest="cmd", required=True)
     sp_show = sub.add_parser("show", help="what mechkit derived for a mechanism")
     sp_show.add_argument("name")
@@ -288,9 +321,14 @@ def main(argv=None, out=sys.stdout):
     sp_del.add_argument("--eps-error", type=float, default=None, help="fft: the epsilon budget of the bounds")
     sp_cal = sub.add_parser("calibrate", help="the noise multiplier (or steps) of a DP-SGD run that meets --epsilon "
                             "at --delta, by a certified upper bound")
-    sp_cal.add_argument("what", choices=["noise-multiplier", "steps"])
-    sp_cal.add_argument("--epsilon", type=float, required=True)
-    sp_cal.add_argument("--delta", type=float, required=True)
+    sp_cal.add_argument("what", choices=["noise-multiplier", "steps", "sampling-rate"])
+    sp_cal.add_argument("--epsilon", type=float, default=None)
+    sp_cal.add_argument("--delta", type=float, default=None)
+    sp_cal.add_argument("--query", choices=["epsilon", "delta"], default="epsilon",
+                        help="with --epsilon and --delta: bound epsilon(delta) (default) or delta(epsilon)")
+    sp_cal.add_argument("--advantage", type=float, default=None, help="instead: the attacker's advantage")
+    sp_cal.add_argument("--tpr", type=float, default=None, help="instead: the attacker's true-positive rate ...")
+    sp_cal.add_argument("--fpr", type=float, default=None, help="... at this false-positive rate")
     sp_cal.add_argument("--steps", type=int, default=None)
     sp_cal.add_argument("--bounds", type=float, nargs=2, default=None, help="the interval searched")
     sp_plot = sub.add_parser("plot", help="draw a run's privacy curve (with its certified band), its trade-off "

@@ -168,3 +168,53 @@ def test_schedule_file_csv_and_json(tmp_path, capsys):
     assert err.startswith("mechkit: error: --schedule phase 1:") and len(err.strip().splitlines()) == 1
     assert main(["epsilon", "dpsgd", "--schedule", str(csv_path), "--steps", "3", "--delta", "1e-5"],
                 out=io.StringIO()) == 2
+
+
+def test_help_lists_every_mechanism_and_its_parameters_without_importing_the_engine():
+    """Issue 21: `mechkit --help` lists each catalog mechanism with its parameters, read from the shipped index
+    (no SymPy, no Numba: it answers in a fraction of a second; timings live in benchmarks/)."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import sys, io, contextlib\nfrom mechkit.cli import main\nbuf = io.StringIO()\n"
+            "with contextlib.redirect_stdout(buf):\n    try:\n        main(['--help'])\n    except SystemExit:\n"
+            "        pass\nprint(buf.getvalue())\n"
+            "print('IMPORTED', sorted(m for m in ('sympy', 'numba', 'scipy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120).stdout
+    assert out.strip().endswith("IMPORTED []"), out[-300:]
+    from mechkit.laws import catalog
+    index = catalog.index()
+    assert json.loads((catalog.prederived_dir() / "index.json").read_text()) == index  # the shipped index is current
+    for name, entry in index.items():
+        assert f"  {name.replace('_', '-')}: " in out
+        for pname, _ in entry["parameters"]:
+            assert f"--{pname.replace('_', '-')}" in out
+
+
+def test_calibrate_sampling_rate_and_other_targets(capsys):
+    """`mechkit calibrate sampling-rate`, and targets --advantage, --tpr/--fpr and --query delta, as mk.calibrate."""
+    import json
+
+    import mechkit as mk
+
+    def run(*argv):
+        buf = io.StringIO()
+        return main(list(argv), out=buf), buf.getvalue()
+
+    base = ["--noise-multiplier", "1.0", "--steps", "100", "--json"]
+    rc, text = run("calibrate", "sampling-rate", "--epsilon", "2", "--delta", "1e-5", *base)
+    got = json.loads(text)
+    want = mk.calibrate(lambda q: mk.dpsgd(noise_multiplier=1.0, sampling_rate=q, steps=100), 2.0, 1e-5,
+                        bounds=(1e-6, 1.0))
+    assert rc == 0 and got["value"] == want.value and got["upper"] <= 2.0 and got["quantity"] == "epsilon(1e-05)"
+    rc, text = run("calibrate", "noise-multiplier", "--sampling-rate", "0.01", "--steps", "100", "--advantage", "0.05",
+                   "--json")
+    got = json.loads(text)
+    assert rc == 0 and got["quantity"] == "advantage" and got["upper"] <= 0.05 and got["advantage"] == 0.05
+    rc, text = run("calibrate", "noise-multiplier", "--sampling-rate", "0.01", "--steps", "100", "--epsilon", "1",
+                   "--delta", "1e-5", "--query", "delta")
+    assert rc == 0 and "delta(1)" in text
+    rc, _ = run("calibrate", "noise-multiplier", "--sampling-rate", "0.01", "--steps", "100", "--tpr", "0.02")
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "give one target" in err

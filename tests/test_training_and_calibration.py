@@ -114,3 +114,55 @@ def test_calibrate_refuses_what_it_cannot_answer(kwargs, match):
         args["epsilon"] = kwargs["epsilon"]
     with pytest.raises(ParameterError, match=match):
         mk.calibrate(lambda s: mk.dpsgd(noise_multiplier=s, sampling_rate=1.0, steps=4), **args)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Other targets (issues 21 and 22): delta(epsilon), the attacker's advantage, tpr at a given fpr.  Reference: the
+# Gaussian mechanism composed k times is mu-GDP with mu = sqrt(k) / sigma (exact): delta(eps) by the closed form,
+# advantage = 2 Phi(mu / 2) - 1 (the total variation of N(0, 1) and N(mu, 1)), tpr at fpr a = Phi(Phi^-1(a) + mu).
+
+def _gaussians(sigma, k=10):
+    return mk.compose((mk.gaussian(sigma=sigma), k))
+
+
+def _sigma_for(value_of_mu, target, k=10):
+    """The exact sigma at which the mu-GDP quantity equals target (decreasing in sigma)."""
+    return optimize.brentq(lambda s: value_of_mu(math.sqrt(k) / s) - target, 0.05, 100.0)
+
+
+@pytest.mark.parametrize("target, truth", [
+    (dict(epsilon=2.0, delta=1e-5, query="delta"), lambda mu: mk.gdp.delta(mu, 2.0)),
+    (dict(advantage=0.1), lambda mu: 2 * special.ndtr(mu / 2) - 1),
+    (dict(tpr=0.05, fpr=0.01), lambda mu: special.ndtr(special.ndtri(0.01) + mu)),
+])
+def test_other_targets_are_met_safely_and_tightly(target, truth):
+    cal = mk.calibrate(_gaussians, bounds=(0.5, 50.0), **target)
+    limit = cal.target[1] if cal.target[0] in ("advantage", "tpr") else cal.target[1]
+    exact = _sigma_for(truth, limit)
+    assert cal.estimate.upper <= limit < cal.neighbour_upper       # certified on the safe side, tight to tolerance
+    assert cal.value >= exact * (1 - 1e-9)                           # never less noise than the exact answer needs
+    assert cal.value <= exact * 1.03                                 # and not much more (the FFT's certified width)
+    assert truth(math.sqrt(10) / cal.value) <= limit
+    assert cal.quantity in repr(cal)
+
+
+def test_delta_and_epsilon_queries_certify_the_same_guarantee():
+    a = mk.calibrate(_gaussians, epsilon=2.0, delta=1e-5, bounds=(0.5, 50.0))
+    b = mk.calibrate(_gaussians, epsilon=2.0, delta=1e-5, bounds=(0.5, 50.0), query="delta")
+    exact = _sigma_for(lambda mu: mk.gdp.delta(mu, 2.0), 1e-5)
+    assert min(a.value, b.value) >= exact * (1 - 1e-9) and abs(a.value - b.value) <= 0.03 * exact
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(), "give one target"),
+    (dict(epsilon=1.0, delta=1e-5, advantage=0.1), "give one target"),
+    (dict(tpr=0.5), "give one target"),
+    (dict(tpr=0.005, fpr=0.01), "tpr"),
+    (dict(advantage=1.5), "advantage"),
+    (dict(epsilon=1.0, delta=1e-5, query="beta"), "query"),
+    (dict(advantage=0.1, method="spa"), "certified from the FFT"),
+    (dict(advantage=0.1, order=1), "unknown option"),
+])
+def test_calibrate_target_errors_name_the_parameter(kwargs, match):
+    with pytest.raises(ParameterError, match=match):
+        mk.calibrate(_gaussians, bounds=(0.5, 50.0), **kwargs)

@@ -136,3 +136,28 @@ def convenience(name: str) -> Callable[..., object]:
                     "repeated argument, or a value outside a parameter's range.")
     make.__module__ = "mechkit"
     return make
+
+
+def index() -> dict:
+    """What the command line's help lists without importing SymPy: each catalog mechanism's one-line summary and its
+    parameters with what values they take (``mechanisms/_prederive.py`` writes it to ``_derived/index.json``).
+
+    Returns
+    -------
+    ``{name: {"summary": str, "parameters": [[parameter, description], ...]}}`` for every name of ``names()``.
+    """
+    out = {}
+    for name in names():
+        mod = catalog(name)
+        summary = (mod.__doc__ or name).strip().split("\n\n")[0].replace("\n", " ")
+        fn = convenience(name)
+        fam = mod.family
+        symbols = {s.name: s for s in fam.parameters}
+        params = []
+        for p in inspect.signature(fn).parameters.values():
+            if p.name in symbols and not callable(getattr(mod, "make", None)):
+                params.append([p.name, _describe(symbols[p.name], fam)])
+            else:
+                params.append([p.name, "" if p.default is inspect.Parameter.empty else f"default {p.default!r}"])
+        out[name] = {"summary": summary, "parameters": params}
+    return out

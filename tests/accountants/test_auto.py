@@ -67,3 +67,16 @@ def test_auto_is_the_default_and_checks_its_budgets_first():
             assert list(bad)[0] in str(exc)
         else:
             raise AssertionError(f"{bad} accepted")
+
+
+def test_extreme_tilt_is_a_refusal_not_a_traceback():
+    """Sampling rate 1e-6: the SPA's search reaches tilt ~5e4, where the quadrature's K'' turned negative and
+    math.log raised ValueError; now a NumericalLimitError naming method='fft', and auto answers by the FFT."""
+    import mechkit as mk
+    run = mk.dpsgd(noise_multiplier=1.0, sampling_rate=1e-6, steps=100)
+    try:
+        run.epsilon(1e-5, method="spa")
+    except mk.NumericalLimitError as exc:
+        assert "fft" in str(exc)
+    est = run.epsilon(1e-5)
+    assert est.certified and 0.0 <= est.lower <= est.upper < 0.05

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from ...engine import scalars as _sc
-from ...errors import ParameterError
+from ...errors import NumericalLimitError, ParameterError
 from . import compiled as _sb
 
 C_BE2 = 1.12  # 2 * C_BE, Shevtsova's constant for non-identical summands (the authors' code)
@@ -45,6 +45,11 @@ def evaluate(t, vec, eps, A=None, n=0.0):
     upper bound on the tilted absolute third moments, when given: Theorem 5 holds at every tilt)."""
     K, K1, K2, K3, K4 = vec
     p2 = psi2(t, K2)
+    if not (p2 > 0.0 and math.isfinite(p2) and math.isfinite(K)):
+        # K'' of a law is positive: a negative or non-finite value is the quadrature's cancellation at an extreme
+        # tilt (e.g. sampling rate 1e-6, tilt 5e4), where no expansion can be trusted
+        raise NumericalLimitError(f"the saddle-point expansion breaks down at tilt {t:.3g} (K''(t) = {K2:.3g}, not a "
+                                  "positive number): use method='fft'")
     p3 = K3 - 2.0 / t ** 3 - 2.0 / (1.0 + t) ** 3
     p4 = K4 + 6.0 / t ** 4 + 6.0 / (1.0 + t) ** 4
     log_msd0 = K - eps * t - math.log(t) - math.log1p(t) - 0.5 * (LOG_2PI + math.log(p2))
