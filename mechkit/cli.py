@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -313,12 +314,16 @@ def main(argv=None, out=sys.stdout):
     sp_eps.add_argument("--delta", type=float, required=True)
     sp_eps.add_argument("--method", default="auto", choices=sorted(METHODS))
     sp_eps.add_argument("--eps-error", type=float, default=None, help="fft: half-width of the certified interval")
+    sp_eps.add_argument("--memory-limit", type=float, default=None, metavar="MIB",
+                        help="fft: the largest grid's memory in MiB (default 1024)")
     sp_del = sub.add_parser("delta", help="delta of `--steps` compositions at `--epsilon` (NAME dpsgd as for epsilon)")
     sp_del.add_argument("name")
     sp_del.add_argument("--steps", type=int, default=None)
     sp_del.add_argument("--epsilon", type=float, required=True)
     sp_del.add_argument("--method", default="auto", choices=sorted(m for m in METHODS if m != "rdp"))
     sp_del.add_argument("--eps-error", type=float, default=None, help="fft: the epsilon budget of the bounds")
+    sp_del.add_argument("--memory-limit", type=float, default=None, metavar="MIB",
+                        help="fft: the largest grid's memory in MiB (default 1024)")
     sp_cal = sub.add_parser("calibrate", help="the noise multiplier (or steps) of a DP-SGD run that meets --epsilon "
                             "at --delta, by a certified upper bound")
     sp_cal.add_argument("what", choices=["noise-multiplier", "steps", "sampling-rate"])
@@ -378,6 +383,8 @@ def _dispatch(args, extra, out):
             return 0
         m, run, steps = _run(args, params)
         opts = {} if args.eps_error is None else {"eps_error": args.eps_error}
+        if args.memory_limit is not None:
+            opts["memory_limit"] = args.memory_limit * 2**20
         if args.cmd == "epsilon":
             est = run.epsilon(args.delta, method=args.method, **opts)
         else:
@@ -387,9 +394,32 @@ def _dispatch(args, extra, out):
             return 0
         _print_estimate(args, m, run, est, out)
     except MechkitError as exc:
-        print(f"mechkit: error: {exc}", file=sys.stderr)
+        print(f"mechkit: error: {cli_spelling(str(exc))}", file=sys.stderr)
         return 2
     return 0
+
+
+#: the library's spelling of a remedy -> the command line's (the options the CLI has)
+_SPELLING = [(re.compile(r"method='(\w+)'"), r"--method \1"), (re.compile(r"method=\"(\w+)\""), r"--method \1"),
+             (re.compile(r"\beps_error(=|\b)"), lambda m: "--eps-error" + (" " if m.group(1) == "=" else "")),
+             (re.compile(r"\bmemory_limit(=|\b)"), lambda m: "--memory-limit" + (" " if m.group(1) == "=" else ""))]
+
+
+def cli_spelling(message: str) -> str:
+    """An error message with its remedies in the command line's spelling (``method='spa'`` -> ``--method spa``,
+    ``eps_error`` -> ``--eps-error``, ``memory_limit`` -> ``--memory-limit``).
+
+    Parameters
+    ----------
+    message : the library's message.
+
+    Returns
+    -------
+    The message as the command line prints it.
+    """
+    for pattern, repl in _SPELLING:
+        message = pattern.sub(repl, message)
+    return message
 
 
 if __name__ == "__main__":

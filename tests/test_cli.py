@@ -218,3 +218,15 @@ def test_calibrate_sampling_rate_and_other_targets(capsys):
     rc, _ = run("calibrate", "noise-multiplier", "--sampling-rate", "0.01", "--steps", "100", "--tpr", "0.02")
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "give one target" in err
+
+
+def test_remedies_are_spelled_as_the_command_line_takes_them(capsys):
+    """Issue 21: a memory-limit error names the eps_error that fits and the saddle point, as CLI options."""
+    from mechkit.cli import cli_spelling
+
+    assert main(["epsilon", "gaussian", "--sigma", "1", "--steps", "10", "--delta", "1e-5", "--method", "fft",
+                 "--eps-error", "1e-4", "--memory-limit", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--eps-error >= " in err and "--method spa" in err and "--memory-limit" in err
+    assert "method='" not in err and "eps_error" not in err
+    assert cli_spelling("use method='fft' or eps_error=0.1") == "use --method fft or --eps-error 0.1"
