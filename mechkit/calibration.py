@@ -131,7 +131,7 @@ class _Target:
 
 def calibrate(make: Callable[[float], object], epsilon: float | None = None, delta: float | None = None,
               bounds: tuple[float, float] | None = None, integer: bool = False, tolerance: float | None = None,
-              method: str = "fft", *, query: str = "epsilon", advantage: float | None = None,
+              method: str = "auto", *, query: str = "epsilon", advantage: float | None = None,
               tpr: float | None = None, fpr: float | None = None, **options: object) -> Calibration:
     """The parameter of ``make`` that meets a privacy target by a certified upper bound, tight to ``tolerance``
     (module docstring).
@@ -146,7 +146,8 @@ def calibrate(make: Callable[[float], object], epsilon: float | None = None, del
     integer : True for an integer parameter (steps, batch size).
     tolerance : how far apart the returned value and its infeasible neighbour may be: relative (default 1e-3) for
         a continuous parameter, absolute (default and minimum 1) for an integer one.
-    method : the accountant, "fft" by default; its certified upper bound decides feasibility.
+    method : the accountant whose certified upper bound decides feasibility: "auto" (default: the saddle point's
+        where its certified interval is within 2 eps_error, e.g. long runs, else the FFT's), "fft" or "spa".
     query : with epsilon and delta: "epsilon" (default: the certified upper epsilon(delta) is at most epsilon) or
         "delta" (the certified upper delta(epsilon) is at most delta; the same guarantee, another bound).
     advantage : instead of epsilon and delta: the best attacker's advantage (``Composition.advantage``), in (0, 1).
