@@ -4,7 +4,7 @@ The pipeline, one folder per stage (``docs/architecture.md``): ``symbolic`` (spe
 generated code), ``engine`` (compiled numerics), ``laws`` (families, mechanisms, PLRVs, the catalog),
 ``transforms`` (sampling schemes), ``accountants`` (FFT, SPA, Edgeworth, RDP, GDP), ``composition`` (the query
 front end) and ``individual`` (per-example accounting); ``plot`` draws a run's curves (matplotlib, the ``plot``
-extra).
+extra); ``sweeps`` answers a grid of parameters (``mk.sweep``), serially or on any ``concurrent.futures`` executor.
 """
 from __future__ import annotations
 
@@ -39,6 +39,7 @@ _LAZY = {
     "StateFileError": ("individual", "StateFileError"),
     "IndividualPLDAccountant": ("individual", "IndividualPLDAccountant"),
     "composition": ("composition", None), "laws": ("laws", None), "accountants": ("accountants", None),
+    "sweep": ("sweeps", "sweep"), "SweepResult": ("sweeps", "SweepResult"),
 }
 
 #: the catalog's mechanisms (the modules of the ``mechanisms/`` folder); each is also ``mk.<name>(...)``
@@ -68,4 +69,4 @@ __all__ = ["compose", "Composition", "Estimate", "EstimateArray", "rdp", "Family
            "ParameterError", "DerivationError", "NumericalLimitError", "individual", "GDPFilter",
            "AdaptiveGDPFilter", "GDPOdometer", "RDPFilter", "StateFileError", "individual_pld",
            "IndividualPLDAccountant", "dpsgd", "calibrate", "Calibration", "PrivacyCurve", "MechkitWarning", "fdp",
-           "load_curve", "CurveFileError", "plot"]
+           "load_curve", "CurveFileError", "plot", "sweep", "SweepResult"]

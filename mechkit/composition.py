@@ -133,6 +133,10 @@ class Composition:
     def __setattr__(self, name, value):
         raise AttributeError("a Composition is immutable; compose() a new one")
 
+    def __reduce__(self):
+        # rebuilt from its items; each mechanism pickles as its family and parameter values (laws/portable.py)
+        return Composition, (self._items,)
+
     @property
     def items(self) -> tuple[tuple[Mechanism, int], ...]:
         """((mechanism, count), ...), one entry per distinct mechanism."""
@@ -446,6 +450,9 @@ class SavedComposition(Composition):
 
     def __repr__(self):
         return self._description
+
+    def __reduce__(self):
+        return SavedComposition, (self.facts(),)
 
 
 def _as_items(obj):

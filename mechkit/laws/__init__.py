@@ -4,7 +4,8 @@
 one-shot privacy curve); ``plrv``: ``PLRV``, the privacy-loss random variable of one direction; ``core``: what
 the laws of L share (``Law``, atoms, the CGF's memo); ``continuous`` and ``discrete``: the two kinds of law;
 ``limits``: the loss's limits at +-inf from evidence that must agree; ``screen``: cheap checks of the densities at
-the bound values before a derivation; ``catalog``: the ``mechanisms/`` folder.
+the bound values before a derivation; ``catalog``: the ``mechanisms/`` folder; ``portable``: how families and
+mechanisms pickle (for worker processes).
 """
 import importlib
 

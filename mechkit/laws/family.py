@@ -34,6 +34,7 @@ from .continuous import ContinuousCore
 from .core import DensityUndefined
 from .discrete import DiscreteCore
 from .plrv import PLRV, check_eps_array
+from .portable import PortableFamily, PortableMechanism
 
 _FAMILIES = {}
 
@@ -41,7 +42,7 @@ _FAMILIES = {}
 DIRECTIONS = relations.CHOICES  # what a query's direction argument accepts
 
 
-class Family:
+class Family(PortableFamily):
     """A symbolic pair of densities with named parameters.  Call it with values to get a Mechanism.
 
     Parameters
@@ -289,7 +290,7 @@ class Family:
         return f"Family({self.name!r}, parameters={[s.name for s in self.parameters]}{rel})"
 
 
-class Mechanism:
+class Mechanism(PortableMechanism):
     """A family with parameter values: its two PLRVs and one-shot privacy curve.
 
     Made by calling a ``Family`` (which checks the values); the constructor takes them as already checked.
