@@ -202,20 +202,21 @@ def test_calibrate_sampling_rate_and_other_targets(capsys):
         buf = io.StringIO()
         return main(list(argv), out=buf), buf.getvalue()
 
-    base = ["--noise-multiplier", "1.0", "--steps", "100", "--json"]
-    rc, text = run("calibrate", "sampling-rate", "--epsilon", "2", "--delta", "1e-5", *base)
+    base = ["--noise-multiplier", "1.0", "--steps", "30", "--json"]
+    rc, text = run("calibrate", "sampling-rate", "--epsilon", "2", "--delta", "1e-5", "--bounds", "1e-3", "1", *base)
     got = json.loads(text)
-    want = mk.calibrate(lambda q: mk.dpsgd(noise_multiplier=1.0, sampling_rate=q, steps=100), 2.0, 1e-5,
-                        bounds=(1e-6, 1.0))
-    assert rc == 0 and got["value"] == want.value and got["upper"] <= 2.0 and got["quantity"] == "epsilon(1e-05)"
-    rc, text = run("calibrate", "noise-multiplier", "--sampling-rate", "0.01", "--steps", "100", "--advantage", "0.05",
+    assert rc == 0 and got["upper"] <= 2.0 < got["neighbour_upper"] and got["quantity"] == "epsilon(1e-05)"
+    assert got["neighbour"] > got["value"]  # more sampling is less private: the infeasible neighbour lies above
+    run_at = mk.dpsgd(noise_multiplier=1.0, sampling_rate=got["value"], steps=30)
+    assert run_at.epsilon(1e-5).upper == got["upper"]  # the JSON's bound is the library's, at the value printed
+    rc, text = run("calibrate", "noise-multiplier", "--sampling-rate", "0.01", "--steps", "30", "--advantage", "0.05",
                    "--json")
     got = json.loads(text)
     assert rc == 0 and got["quantity"] == "advantage" and got["upper"] <= 0.05 and got["advantage"] == 0.05
-    rc, text = run("calibrate", "noise-multiplier", "--sampling-rate", "0.01", "--steps", "100", "--epsilon", "1",
+    rc, text = run("calibrate", "noise-multiplier", "--sampling-rate", "0.01", "--steps", "30", "--epsilon", "1",
                    "--delta", "1e-5", "--query", "delta")
     assert rc == 0 and "delta(1)" in text
-    rc, _ = run("calibrate", "noise-multiplier", "--sampling-rate", "0.01", "--steps", "100", "--tpr", "0.02")
+    rc, _ = run("calibrate", "noise-multiplier", "--sampling-rate", "0.01", "--steps", "30", "--tpr", "0.02")
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "give one target" in err
 
