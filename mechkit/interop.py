@@ -131,3 +131,82 @@ def from_dp_event(event: object, relation: object = relations.ADD_REMOVE) -> Com
     if not items:
         raise ParameterError("the event has no private part (only no-ops): there is nothing to account")
     return compose(*items)
+
+
+def _pessimistic_pmf(plrv, h, tail_mass, pld_pmf):
+    """dp_accounting's pessimistic PMF of one direction's loss on the grid i*h: the mass of ((i-1)h, ih] at ih (losses
+    rounded up), the lower tail below the first point at that point, the upper tail beyond the last point and the
+    mass at +inf as infinity mass (all rounding towards larger losses: pessimistic)."""
+    import numpy as np
+
+    inf = float(plrv.inf_mass)
+    fin = max(1.0 - inf, 0.0)
+    lo, hi = plrv.support
+    # the grid spans the losses between the tail quantiles (tail_mass / 2 each side of the finite part)
+    a = lo if np.isfinite(lo) else _quantile(plrv, tail_mass / 2, lower=True)
+    b = hi if np.isfinite(hi) else _quantile(plrv, tail_mass / 2, lower=False)
+    i_lo, i_hi = int(np.floor(a / h)), int(np.ceil(b / h))
+    if i_hi - i_lo > 50_000_000:
+        raise ParameterError(f"value_discretization_interval={h:g} needs {i_hi - i_lo} points for this loss (from "
+                             f"{a:.4g} to {b:.4g}); use a larger interval")
+    edges = np.arange(i_lo, i_hi + 1) * h
+    cdf = np.minimum(np.asarray(plrv.cdf(edges), float), fin)
+    probs = np.diff(cdf)
+    probs[0] += cdf[0]  # losses at or below the first point: rounded up to it
+    infinity = inf + max(fin - float(cdf[-1]), 0.0)  # beyond the last point: pessimistically infinite
+    loss_probs = {int(i): float(p) for i, p in zip(range(i_lo + 1, i_hi + 1), probs) if p > 0}
+    return pld_pmf.create_pmf(loss_probs, h, infinity, True)
+
+
+def _quantile(plrv, mass, lower):
+    """A loss beyond which (below, or above) the finite part has at most ``mass`` (doubling search on the CDF)."""
+
+    s = 1.0
+    while s < 1e6:
+        if (plrv.cdf(-s) <= mass) if lower else (1.0 - plrv.inf_mass - plrv.cdf(s) <= mass):
+            return -s if lower else s
+        s *= 2.0
+    raise ParameterError(f"the privacy loss has more than {mass:g} of its mass beyond {1e6:g}: no PLD grid fits")
+
+
+def to_pld(obj: object, value_discretization_interval: float = 1e-4, tail_mass: float = 1e-15) -> object:
+    """A dp_accounting ``PrivacyLossDistribution`` with pessimistic semantics for a mechanism or a composition.
+
+    Each mechanism's two privacy losses (remove: log p/q under P, dp_accounting's ``pmf_remove``; add: log q/p under
+    Q, ``pmf_add``) are rounded up to the grid ``i * value_discretization_interval`` from mechkit's exact CDFs (masses
+    beyond the tails and at +inf become the infinity mass), so the PLD's delta(epsilon) is an upper bound of the
+    mechanism's (up to ``tail_mass``, which is put at +inf, so still an upper bound); a composition's PLDs are
+    composed by dp_accounting (``self_compose``, ``compose``), which keeps pessimistic PLDs pessimistic.
+
+    Parameters
+    ----------
+    obj : a ``Mechanism`` or a ``Composition``.
+    value_discretization_interval : the loss grid's spacing, > 0 (dp_accounting's default 1e-4).
+    tail_mass : the mass of the finite loss left off the grid (put at +inf), in (0, 1e-3].
+
+    Returns
+    -------
+    ``dp_accounting.pld.privacy_loss_distribution.PrivacyLossDistribution``.
+
+    Raises
+    ------
+    ParameterError : dp_accounting is not installed (``pip install "mechkit[interop]"``), an argument out of range,
+        or a grid too large for the loss.
+    """
+    from .errors import check_real
+
+    h = check_real("value_discretization_interval", value_discretization_interval, low=0.0, high=10.0)
+    t = check_real("tail_mass", tail_mass, low=0.0, high=1e-3, high_open=False)
+    try:
+        from dp_accounting.pld import pld_pmf
+        from dp_accounting.pld import privacy_loss_distribution as pld_lib
+    except ImportError:
+        raise ParameterError('to_pld needs dp_accounting: pip install "mechkit[interop]"') from None
+    items = obj.items if isinstance(obj, Composition) else compose(obj).items
+    out = None
+    for m, count in items:
+        one = pld_lib.PrivacyLossDistribution(_pessimistic_pmf(m.plrv("remove"), h, t, pld_pmf),
+                                              _pessimistic_pmf(m.plrv("add"), h, t, pld_pmf))
+        one = one.self_compose(count) if count > 1 else one
+        out = one if out is None else out.compose(one)
+    return out

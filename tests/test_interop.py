@@ -87,3 +87,22 @@ def test_replace_one_gaussian_against_the_closed_form():
 def test_what_cannot_be_expressed_is_named(event, relation, match):
     with pytest.raises(ParameterError, match=match):
         from_dp_event(event, relation)
+
+
+def test_to_pld_checks_its_arguments_and_names_the_extra(monkeypatch):
+    import builtins
+
+    from mechkit.interop import to_pld
+    with pytest.raises(ParameterError, match="value_discretization_interval"):
+        to_pld(mk.gaussian(1.0), value_discretization_interval=-1.0)
+    with pytest.raises(ParameterError, match="tail_mass"):
+        to_pld(mk.gaussian(1.0), tail_mass=0.5)
+    real_import = builtins.__import__
+
+    def no_dp_accounting(name, *args, **kwargs):
+        if name.startswith("dp_accounting"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", no_dp_accounting)
+    with pytest.raises(ParameterError, match=r"mechkit\[interop\]"):
+        to_pld(mk.gaussian(1.0))

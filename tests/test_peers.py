@@ -260,3 +260,37 @@ def test_from_dp_event_against_dp_accounting():
         est = run.epsilon(DELTA)
         slack = run.total_count * 1e-4
         assert est.lower - 1e-9 <= theirs <= est.upper + slack, (event, relation, theirs, est)
+
+
+@pytest.mark.parametrize("make, ref", [
+    (lambda: mk.gaussian(sigma=1.0), lambda P: P.from_gaussian_mechanism(1.0)),
+    (lambda: mk.laplace(scale=1.0), lambda P: P.from_laplace_mechanism(1.0)),
+    (lambda: mk.subsample(mk.gaussian(sigma=1.0), 0.1), lambda P: P.from_gaussian_mechanism(1.0, sampling_prob=0.1)),
+])
+def test_to_pld_is_pessimistic_and_matches_dp_accountings_directions(make, ref):
+    """mechkit.interop.to_pld: each direction's PLD delta is at least mechkit's exact one-shot delta and at most the
+    exact delta at eps - h (losses rounded up by at most h = 1e-4, the tails put at +inf); the remove and add PMFs are
+    dp_accounting's (its own PLDs of the same mechanisms agree with the exact values to 1e-6)."""
+    _dpa()
+    from dp_accounting.pld import privacy_loss_distribution as P
+
+    from mechkit.interop import to_pld
+    m, theirs = make(), ref(P)
+    pld = to_pld(m)
+    for eps in (0.0, 0.3, 1.0, 2.0):
+        for mine, other, direction in ((pld._pmf_remove, theirs._pmf_remove, "remove"),
+                                       (pld._pmf_add, theirs._pmf_add, "add")):
+            exact = m.delta(eps, direction=direction)
+            got = mine.get_delta_for_epsilon(eps)
+            # losses rounded up by at most h: delta(eps) <= got <= delta(eps - h) + the tail mass put at +inf
+            assert exact <= got <= m.delta(eps - 1e-4, direction=direction) + 2e-15, (direction, eps, got, exact)
+            assert other.get_delta_for_epsilon(eps) == pytest.approx(exact, rel=1e-6, abs=1e-12)
+
+
+def test_to_pld_of_a_composition_bounds_mechkits_certified_interval_from_above():
+    _dpa()
+    from mechkit.interop import to_pld
+    run = mk.compose((mk.subsample(mk.gaussian(sigma=1.0), 0.1), 50), (mk.laplace(scale=20.0), 3))
+    est = run.epsilon(1e-5, method="fft")
+    eps = to_pld(run).get_epsilon_for_delta(1e-5)
+    assert est.lower <= eps <= est.upper + 0.01  # pessimistic: above the truth, and close to it
