@@ -11,6 +11,7 @@ end: its certified upper bound meets the target, and moving it by the tolerance 
 """
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 
@@ -53,7 +54,7 @@ class Calibration:
         return int(self.value)
 
     def __repr__(self):
-        limit = self.target[0] if isinstance(self.target[0], float) else self.target[1]
+        limit = self.target[0] if self.quantity.startswith("epsilon") else self.target[1]
         return (f"Calibration(value={self.value!r}: {self.quantity} <= {self.estimate.upper:.6g} <= {limit:g} "
                 f"(certified, {self.estimate.method}); at {self.neighbour!r}: {self.neighbour_upper:.6g} > "
                 f"{limit:g}; {self.evaluations} evaluations)")
@@ -95,10 +96,10 @@ class _Target:
         if self.query is None:
             if method not in ("fft", "auto"):
                 raise ParameterError("an advantage or tpr target is certified from the FFT's curve: method 'fft'")
-            unknown = sorted(set(options) - {"eps_error", "delta_error"})
+            takes = ["eps_error", "delta_error"] + (["memory_limit"] if given == ["advantage"] else [])
+            unknown = sorted(set(options) - set(takes))
             if unknown:
-                raise ParameterError(f"unknown option(s) {unknown} for an advantage or tpr target; its options are "
-                                     "['eps_error', 'delta_error']")
+                raise ParameterError(f"unknown option(s) {unknown} for an {given[0]} target; its options are {takes}")
             # delta at epsilon 0 moves by about eps_error times P(L > 0) per eps_error: a finer grid than the FFT's
             # default keeps the certified advantage within about 1e-3 of the truth
             self.options = {"eps_error": FINE_EPS_ERROR, **options}
@@ -115,13 +116,29 @@ class _Target:
                         dict(got.details))
 
     def fallback(self, run):
-        """The saddle point's certified answer where the method cannot answer (a grid too large, a tiny delta);
-        None for targets it does not answer."""
+        """A certified answer where the method cannot answer (a grid too large, a tiny delta): the saddle point's
+        for epsilon and delta; for an advantage or tpr target the FFT on coarser grids (eps_error 0.01, then 0.05:
+        looser bounds, still certified), else the last error."""
         if self.query == "epsilon":
             return run.epsilon(self.dlt, method="spa")
         if self.query == "delta":
             return run.delta(self.eps, method="spa")
-        return None
+        error = None
+        for coarse in (0.01, 0.05):
+            if coarse <= self.options.get("eps_error", FINE_EPS_ERROR):
+                continue
+            try:
+                got = _Target.measure(self._coarser(coarse), run)
+                got.details["coarser_eps_error"] = coarse
+                return got
+            except MechkitError as exc:
+                error = exc
+        raise error
+
+    def _coarser(self, eps_error):
+        other = copy.copy(self)
+        other.options = {**self.options, "eps_error": eps_error}
+        return other
 
     def cheap(self, run):
         if self.query is None:
@@ -191,13 +208,14 @@ def calibrate(make: Callable[[float], object], epsilon: float | None = None, del
             with quiet():  # the search's own queries: only the answer's Estimate speaks
                 est = tgt.measure(run)
         except MechkitError as exc:
-            if method == "spa" or tgt.query is None:
+            if method == "spa":
                 raise
             # an extreme value of the parameter (e.g. little noise over many steps) can be beyond the method's grid
-            # or floor: the saddle-point accountant needs no grid and certifies its bounds as well
+            # or floor: the saddle-point accountant needs no grid and certifies its bounds as well (advantage and
+            # tpr targets: the FFT on a coarser grid)
             with quiet():
                 est = tgt.fallback(run)
-            est.details["calibration_fallback"] = f"{method} could not answer ({exc}); the saddle-point bounds"
+            est.details["calibration_fallback"] = f"{method} could not answer ({exc}); a fallback's certified bounds"
         if not getattr(est, "certified", False):
             raise ParameterError(f"method {method!r} does not certify an upper bound; calibrate with 'fft' or 'spa'")
         return est

@@ -100,6 +100,10 @@ def _calibrate(args, params, out):
               if getattr(args, k) is not None}
     if args.query != "epsilon":
         target["query"] = args.query
+    if args.eps_error is not None:
+        target["eps_error"] = args.eps_error
+    if args.memory_limit is not None:
+        target["memory_limit"] = args.memory_limit * 2**20
     if args.what == "noise-multiplier":
         bounds = tuple(args.bounds) if args.bounds else (0.3, 50.0)
         cal = mk.calibrate(lambda s: _dpsgd(args, params, args.steps, noise_multiplier=s), bounds=bounds, **target)
@@ -334,6 +338,9 @@ def main(argv=None, out=sys.stdout):
     sp_cal.add_argument("--advantage", type=float, default=None, help="instead: the attacker's advantage")
     sp_cal.add_argument("--tpr", type=float, default=None, help="instead: the attacker's true-positive rate ...")
     sp_cal.add_argument("--fpr", type=float, default=None, help="... at this false-positive rate")
+    sp_cal.add_argument("--eps-error", type=float, default=None, help="fft: half-width of the certified interval")
+    sp_cal.add_argument("--memory-limit", type=float, default=None, metavar="MIB",
+                        help="fft: the largest grid's memory in MiB (default 1024)")
     sp_cal.add_argument("--steps", type=int, default=None)
     sp_cal.add_argument("--bounds", type=float, nargs=2, default=None, help="the interval searched")
     sp_plot = sub.add_parser("plot", help="draw a run's privacy curve (with its certified band), its trade-off "
@@ -364,7 +371,7 @@ def main(argv=None, out=sys.stdout):
         code = _dispatch(args, extra, out)
     for w in caught:
         if issubclass(w.category, MechkitWarning):
-            print(f"mechkit: warning: {w.message}", file=sys.stderr)
+            print(f"mechkit: warning: {cli_spelling(str(w.message))}", file=sys.stderr)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return code

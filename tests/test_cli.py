@@ -231,3 +231,10 @@ def test_remedies_are_spelled_as_the_command_line_takes_them(capsys):
     assert err.count("\n") == 1 and "--eps-error >= " in err and "--method spa" in err and "--memory-limit" in err
     assert "method='" not in err and "eps_error" not in err
     assert cli_spelling("use method='fft' or eps_error=0.1") == "use --method fft or --eps-error 0.1"
+
+
+def test_warnings_are_spelled_as_the_command_line_takes_them(capsys):
+    assert main(["epsilon", "subsampled-gaussian", "--sigma", "0.8", "--q", "0.01", "--steps", "100", "--delta",
+                 "1e-5", "--method", "spa"], out=io.StringIO()) == 0
+    err = capsys.readouterr().err
+    assert "mechkit: warning:" in err and "--method fft" in err and "method='" not in err

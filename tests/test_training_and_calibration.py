@@ -166,3 +166,13 @@ def test_delta_and_epsilon_queries_certify_the_same_guarantee():
 def test_calibrate_target_errors_name_the_parameter(kwargs, match):
     with pytest.raises(ParameterError, match=match):
         mk.calibrate(_gaussians, bounds=(0.5, 50.0), **kwargs)
+
+
+def test_advantage_target_from_wide_bounds_and_the_repr_of_a_delta_query():
+    """At sigma 0.3 the FFT's fine grid for an advantage exceeds the memory limit: the calibration falls back to a
+    coarser certified grid there instead of failing; a delta(epsilon) target's repr bounds delta, not epsilon."""
+    cal = mk.calibrate(lambda s: mk.dpsgd(noise_multiplier=s, sampling_rate=0.05, steps=100), bounds=(0.3, 30.0),
+                       advantage=0.1)
+    assert cal.estimate.upper <= 0.1 < cal.neighbour_upper
+    cal = mk.calibrate(_gaussians, epsilon=2.0, delta=1e-5, bounds=(0.5, 50.0), query="delta")
+    assert f"<= {cal.estimate.upper:.6g} <= 1e-05 (certified" in repr(cal)
