@@ -36,12 +36,13 @@ def catalog_family(name: str) -> object:
     return catalog.catalog(name).family
 
 
-def rebind(family: object, values: dict, theta: list) -> object:
+def rebind(kind: type, family: object, values: dict, theta: list) -> object:
     """The mechanism of ``family`` at ``values`` (already checked where it was pickled) with the kernels' parameter
     vector ``theta``: what a pickled ``Mechanism`` becomes.
 
     Parameters
     ----------
+    kind : the mechanism's class (``Mechanism``; passed by the pickle, so this module imports nothing above it).
     family : the ``Family``.
     values : parameter name -> value.
     theta : the kernels' parameter vector (exact doubles).
@@ -50,10 +51,8 @@ def rebind(family: object, values: dict, theta: list) -> object:
     -------
     The bound ``Mechanism``; the family's derivation is loaded (or, on a cold cache, derived) first.
     """
-    from .family import Mechanism  # here: family.py imports this module
-
-    family.derive(_screened=True)  # the values were screened where the mechanism was first bound
-    return Mechanism(family, values, theta)
+    getattr(family, "derive")(_screened=True)  # the values were screened where the mechanism was first bound
+    return kind(family, values, theta)
 
 
 class PortableFamily:
@@ -73,4 +72,4 @@ class PortableMechanism:
     where it is unpickled."""
 
     def __reduce__(self):
-        return rebind, (self.family, dict(self.params), self.theta.tolist())
+        return rebind, (type(self), self.family, dict(self.params), self.theta.tolist())
