@@ -245,8 +245,57 @@ def calibrate(make: Callable[[float], object], epsilon: float | None = None, del
         e = upper(x)
         return e.upper <= limit, e
 
-    good, e_good, bad, e_bad = _bisect(*bracket, probe, close, between)
+    good, e_good, bad, e_bad = _narrow(*bracket, probe, close, between, limit, integer, tol)
     return Calibration(good, e_good, bad, e_bad.upper, count[0], tgt.target, integer, tgt.quantity)
+
+
+def _toward(x, y, step, integer):
+    """x moved towards y by ``step`` (relative for a continuous parameter, at least 1 for an integer one)."""
+    if integer:
+        return x + (1 if y > x else -1) * max(1, int(step))
+    return x * (1.0 + step) if y > x else x / (1.0 + step)
+
+
+def _crossing(good, u_good, bad, u_bad, target, integer):
+    """Where the certified upper bound crosses the target by linear interpolation between the bracket's ends (in log
+    scale for a positive continuous parameter); None where the values do not allow it."""
+    if not (u_good <= target < u_bad) or not math.isfinite(u_bad):
+        return None
+    frac = (target - u_good) / (u_bad - u_good)
+    if integer or good <= 0 or bad <= 0:
+        x = good + frac * (bad - good)
+        return int(round(x)) if integer else x
+    return math.exp(math.log(good) + frac * (math.log(bad) - math.log(good)))
+
+
+def _narrow(good, at_good, bad, at_bad, probe, close, between, target, integer, tol):
+    """Narrow a certified bracket (good meets the target, bad does not) until ``close(good, bad)``: regula falsi on
+    the certified upper bounds, each interpolated crossing probed half a tolerance on the good side and, where that
+    meets the target, one tolerance beyond it (usually the end: two evaluations); a bisection step where an
+    interpolation gives nothing new.  Returns (good, at good, bad, at bad) as ``_bisect``."""
+    def inside(x):
+        return x is not None and min(good, bad) < x < max(good, bad)
+
+    while not close(good, bad):
+        x = _crossing(good, at_good.upper, bad, at_bad.upper, target, integer)
+        x = _toward(x, good, 0.5 * tol, integer) if inside(x) else None
+        if not inside(x):
+            x = between(good, bad)
+            if x in (good, bad):
+                break
+        ok, e = probe(x)
+        if not ok:
+            bad, at_bad = x, e
+            continue
+        good, at_good = x, e
+        y = _toward(good, bad, 0.999 * tol if not integer else tol, integer)
+        if inside(y):
+            ok, e = probe(y)
+            if ok:
+                good, at_good = y, e
+            else:
+                bad, at_bad = y, e
+    return good, at_good, bad, at_bad
 
 
 def _bisect(good, at_good, bad, at_bad, probe, close, between, limit=None):
