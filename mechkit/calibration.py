@@ -245,7 +245,10 @@ def calibrate(make: Callable[[float], object], epsilon: float | None = None, del
         e = upper(x)
         return e.upper <= limit, e
 
-    good, e_good, bad, e_bad = _narrow(*bracket, probe, close, between, limit, integer, tol)
+    if integer:  # a step count: bisection was as quick (7 evaluations against 8 on the benchmark's steps row)
+        good, e_good, bad, e_bad = _bisect(*bracket, probe, close, between)
+    else:
+        good, e_good, bad, e_bad = _narrow(*bracket, probe, close, between, limit, integer, tol)
     return Calibration(good, e_good, bad, e_bad.upper, count[0], tgt.target, integer, tgt.quantity)
 
 
