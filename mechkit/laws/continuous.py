@@ -393,32 +393,6 @@ class ContinuousCore(Law):
         """[K(tau), K'(tau), ..., K^(n)(tau)] in one pass (closed forms where attached, else quadrature)."""
         return memo_vector(self, float(tau), n)
 
-    def cgf_finite(self, tau, order=0):
-        """log E_P[e^(tau L); L finite] (order 0) or its derivative, the tilted mean of the finite part (order 1):
-        the monotone pieces' tilted masses and the finite atoms, for a law with point masses at +-inf; +inf where
-        a piece's tilted mass diverges, -inf (order 0) or nan (order 1) where there is no finite mass."""
-        cache = self._tilted_pieces(tau)
-        if cache is None:
-            return math.inf
-        logs, firsts = [], []
-        for pc, lp, lq, L, xs, w, gs in cache:
-            res, _ = N.gk_integrate(0, lp, lq, L, pc.a, pc.b, xs, w, tau, gs, 0.0, 1, self.theta, QUAD_RTOL, 8)
-            if res[0] > 0:
-                logs.append(gs + math.log(res[0]))
-                firsts.append(res[1] / res[0])
-        at = self.atoms
-        fin = np.isfinite(at.values)
-        w = at.logQ[fin] if tau == -1 else at.logP[fin] + tau * at.values[fin]
-        keep = w > NEG_INF
-        logs += [float(u) for u in w[keep]]
-        firsts += [float(v) for v in at.values[fin][keep]]
-        if not logs:
-            return NEG_INF if order == 0 else math.nan
-        total = lse(logs)
-        if order == 0:
-            return total
-        return float(sum(math.exp(lg - total) * f for lg, f in zip(logs, firsts)))
-
     def tilted_abs3(self, tau):
         """E|L_tau - K'(tau)|^3 for the tau-tilted loss (quadrature; the Berry-Esseen term of the SPA)."""
         return self.cgf_quadrature(tau, 3, abs3=True)

@@ -262,18 +262,8 @@ class PLRV:
             raise ParameterError(f"order must be 0 or 1, got {order!r}")
         if self.inf_mass == 0.0:
             return self.cgf(t, order)
-        if self._core.mono:
-            val = float(self._core.cgf_finite(self._a * t + self._b, order))
-            return val if order == 0 else self._a * val
-        vals, probs = self.atoms()
-        fin = np.isfinite(vals) & (probs > 0)
-        if not fin.any():
-            return -math.inf if order == 0 else math.nan
-        lw = np.log(probs[fin]) + t * vals[fin]
-        g = float(lw.max())
-        if order == 1:
-            return float(np.sum(np.exp(lw - g) * vals[fin]) / np.sum(np.exp(lw - g)))
-        return g + math.log(float(np.exp(lw - g).sum()))
+        val = float(self._core.cgf_finite(self._a * t + self._b, order))
+        return val if order == 0 else self._a * val
 
     def cgf(self, t: float | ArrayLike, order: int = 0) -> float | np.ndarray:
         """d^order/dt^order log E[exp(t Z)]; +inf where the MGF diverges.
