@@ -220,15 +220,16 @@ def simplify_ratio(p, q, var):
 
 
 def privacy_loss(p, q, var):
-    """L = log(p/q), simplified."""
+    """L = log(p/q), simplified; log p - log q where the simplified form is not that function at some parameter
+    values (SymPy can write a normalising constant's sign as logs of negative factors, or as i*pi)."""
     r = simplify_ratio(p, q, var)
-    if not r.is_Add:
-        L = sp.expand_log(sp.log(r), force=True)
-        L = attempt(lambda: sp.simplify(L), SOLVE_SECONDS, L)
-        if L.has(sp.I):  # log of a negative factor plus i*pi (a normalising constant's sign): keep the real form
-            L = sp.expand_log(sp.log(p), force=True) - sp.expand_log(sp.log(q), force=True)
-        return L
-    return sp.log(r)
+    if r.is_Add:
+        return sp.log(r)
+    L = sp.expand_log(sp.log(r), force=True)
+    L = attempt(lambda: sp.simplify(L), SOLVE_SECONDS, L)
+    raw = sp.expand_log(sp.log(p), force=True) - sp.expand_log(sp.log(q), force=True)
+    symbols = sorted((p.free_symbols | q.free_symbols) - {var}, key=lambda s: s.name)
+    return raw if L.has(sp.I) or not same_function(L, raw, var, symbols) else L
 
 
 def real_solutions(eq, var, seconds=SOLVE_SECONDS):

@@ -239,8 +239,6 @@ def _tail(G, var, side):
 def _derive_variant(d, pre, pv, qv, var, spec, ends):
     Lv = sy.privacy_loss(pv, qv, var)
     raw = sp.expand_log(sp.log(pv), force=True) - sp.expand_log(sp.log(qv), force=True)
-    if not sy.same_function(Lv, raw, var, [*spec.params, *[c for c, _ in spec.consts]]):
-        Lv = raw  # the simplified form is not the loss at some parameter values (logs of negative factors)
     out = {"L": d.add(pre + "L", sy.stabilize(Lv, var), var), "zero": None}
     dL = sy.attempt(lambda: sp.simplify(sp.diff(Lv, var)), sy.SOLVE_SECONDS, sp.diff(Lv, var))
     out["dL"] = d.add(pre + "dL", sy.stabilize(dL, var), var)
