@@ -21,6 +21,7 @@ from .accountants.registry import ACCOUNTANTS, check_options
 from .errors import MechkitWarning, ParameterError, check_finite_real, check_real, real_array
 from .estimate import Estimate, EstimateArray, weakness
 from .laws.family import Mechanism
+from .laws.plrv import composed_inf_mass
 
 
 #: the largest count of one mechanism: counts enter the accountants as doubles (k K(t), k log phi(t), ...), and
@@ -196,12 +197,7 @@ class Composition:
         ParameterError : ``direction`` is not 'remove' or 'add'.
         """
         relations.check_direction(direction)
-        log_finite = 0.0
-        for m, c in self._acc:
-            a = m.plrv(direction).inf_mass
-            if a > 0.0:
-                log_finite += c * math.log1p(-a) if a < 1.0 else -math.inf
-        return -math.expm1(log_finite)
+        return composed_inf_mass(self._acc, direction)
 
     def _below_inf_mass(self, d, method):
         """epsilon = inf, certain, where delta is below the composed mass at +inf of either direction (no finite

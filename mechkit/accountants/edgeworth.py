@@ -144,8 +144,8 @@ class _Side:
         self.kappa = sum(c * v for _, c, v in vecs)  # cumulants 1..5 of the sum
         s2 = float(self.kappa[1])
         if not s2 > 0:
-            raise NumericalLimitError("the composed privacy loss has zero variance: delta is 0 or 1 exactly; "
-                                      "use method='fft'")
+            raise NumericalLimitError("the composed privacy loss (or its finite part) has zero variance: there is "
+                                      "no Edgeworth expansion of a constant; use method='fft' or 'spa'")
         self.mean, self.sd = float(self.kappa[0]), math.sqrt(s2)
         self.g = {r: float(self.kappa[r - 1]) / s2 ** (r / 2.0) for r in (3, 4, 5)}
         self._vecs = vecs
@@ -154,13 +154,13 @@ class _Side:
     def uniform_bound(self):
         """sup_x |F(x) - E_1(x)| <= this (Lemma 4.3 with the explicit remainder), with a quadrature allowance."""
         if self._delta is None:
-            from .edgeworth_bound import edgeworth_bound
+            from .edgeworth_bound import edgeworth_bound, mean_abs_dev
 
             vecs, m = self._vecs, self.m
             bbar3 = (self.sd ** 2 / m) ** 1.5
             k3 = sum(c * plrv.tilted_abs3(0.0) for plrv, c, _ in vecs) / m / bbar3
             k4 = sum(c * (v[3] + 3.0 * v[1] ** 2) for _, c, v in vecs) / m / bbar3 ** (4.0 / 3.0)
-            k3t = k3 + sum(c * _mean_abs_dev(plrv, v[0]) * v[1] for plrv, c, v in vecs) / m / bbar3
+            k3t = k3 + sum(c * mean_abs_dev(plrv, v[0]) * v[1] for plrv, c, v in vecs) / m / bbar3
             lam3 = float(self.kappa[2]) / m / bbar3
             k4 = max(k4, 1.0)
             k3 = max(k3, abs(lam3))
@@ -175,66 +175,6 @@ class _Side:
         return _signed_log_sf(z, _cdf_correction(z, self.g[3], self.g[4], self.g[5], order))
 
 
-_GK_X = np.array([0.991455371120813, 0.949107912342759, 0.864864423359769, 0.741531185599394,
-                  0.586087235467691, 0.405845151377397, 0.207784955007898, 0.0])
-_GK_WK = np.array([0.022935322010529, 0.063092092629979, 0.104790010322250, 0.140653259715525,
-                   0.169004726639267, 0.190350578064785, 0.204432940075298, 0.209482141084728])
-_GK_WG = np.array([0.0, 0.129484966168870, 0.0, 0.279705391489277, 0.0, 0.381830050505119, 0.0,
-                   0.417959183673469])
-
-
-def _gk15(f, a, b):
-    """Gauss-Kronrod 15/7 on many intervals at once: (integrals, error estimates), one call of f."""
-    half, mid = 0.5 * (b - a), 0.5 * (b + a)
-    x = np.concatenate((-_GK_X[:-1], _GK_X[::-1]))
-    wk = np.concatenate((_GK_WK[:-1], _GK_WK[::-1]))
-    wg = np.concatenate((_GK_WG[:-1], _GK_WG[::-1]))
-    vals = f((mid[:, None] + half[:, None] * x[None, :]).ravel()).reshape(-1, 15)
-    k = half * (vals @ wk)
-    return k, np.abs(k - half * (vals @ wg))
-
-
-def _mean_abs_dev(plrv, mu):
-    """E|Z - mu| = 2 E(Z - mu)^+: point masses summed, the continuous part integrated.
-
-    Vectorised adaptive Gauss-Kronrod over [mu, A = mu + 200 sd] (geometric initial partition, intervals with
-    a large error estimate bisected); above A, E[(Z - mu); Z > A] <= E(Z - mu)^6 / (A - mu)^5 is added, so the
-    result errs on the high side (the uniform bound grows with it).
-    """
-    vals, probs = plrv.atoms()
-    fin = np.isfinite(vals)
-    up = float(np.sum(probs[fin] * np.maximum(vals[fin] - mu, 0.0)))
-    lo_s, hi_s = plrv.support
-    if plrv.has_monotone_pieces and mu < hi_s:
-        v = plrv.cgf_vector(0.0, 6)
-        sd = math.sqrt(v[2])
-        top = min(hi_s, mu + 200.0 * sd)
-        cuts = mu + np.concatenate(([0.0], np.geomspace(1e-6 * sd, top - mu, 40)))
-        cuts = np.unique(np.concatenate((cuts, vals[fin & (vals > mu) & (vals < top)])))
-        a, b = cuts[:-1], cuts[1:]
-
-        def f(s):
-            return (s - mu) * plrv.pdf(s)
-
-        total = 0.0
-        for _ in range(30):
-            est, err = _gk15(f, a, b)
-            tol = 1e-11 * max(abs(float(est.sum())), 1e-300) / max(len(a), 1)
-            bad = err > tol
-            total += float(est[~bad].sum() + err[~bad].sum())
-            if not bad.any():
-                break
-            m = 0.5 * (a[bad] + b[bad])
-            a, b = np.concatenate((a[bad], m)), np.concatenate((m, b[bad]))
-        else:
-            total += float(est[bad].sum() + err[bad].sum())
-        up += total
-        if top < hi_s:
-            m6 = v[6] + 15.0 * v[4] * v[2] + 10.0 * v[3] ** 2 + 15.0 * v[2] ** 3  # central sixth moment
-            up += m6 / (top - mu) ** 5
-    return 2.0 * up
-
-
 class _Sequence:
     """One direction: S_Y (the loss under the numerator measure) and S_X (under the other), with the CGF
     of the numerator side for the Chernoff bounds."""
@@ -242,12 +182,14 @@ class _Sequence:
     def __init__(self, items, direction):
         self.direction = direction
         parts = [(m.plrv(direction), c) for m, c in items]
-        for plrv, _ in parts:
-            if plrv.inf_mass > 0 or plrv.dual.atoms()[0][:1].tolist() == [-math.inf]:
-                raise NumericalLimitError(
-                    f"{plrv.mechanism.name} has an infinite privacy loss with positive probability "
-                    f"({direction} direction): its cumulants are infinite, so no Edgeworth expansion exists; "
-                    "use method='fft'")
+        # a loss infinite with positive probability (under either measure) has infinite cumulants: the finite parts
+        # (sub-probabilities of masses m_Y, m_X) are expanded instead, normalised, and the composed mass at +inf A
+        # added exactly: delta = A + m_Y P(S_Y > eps) - e^eps m_X P(S_X > eps) (log masses 0 and A = 0 otherwise)
+        if any(p.finite_mass < 1.0 or p.dual.finite_mass < 1.0 for p, _ in parts):
+            parts = [(p.finite_part(), c) for p, c in parts]
+        self.log_mass = {"Y": sum(c * math.log(p.finite_mass) for p, c in parts),
+                         "X": sum(c * math.log(p.dual.finite_mass) for p, c in parts)}
+        self.inf_mass = -math.expm1(self.log_mass["Y"]) if self.log_mass["Y"] < 0.0 else 0.0
         self.parts = parts
         self.Y = _Side(parts)
         self.X = _Side([(p.dual, c) for p, c in parts])
@@ -274,7 +216,8 @@ class _Sequence:
             kx = np.array([self.K(v - 1.0) for v in t])
             kl = np.array([self.K(-v) for v in t])
             theta = t * np.log(t) - (1.0 + t) * np.log1p(t)
-            self._lines = {"Y": (ky, -t), "X": (kx, -t), "Ylow": (kl, t), "hs": (ky + theta, -t)}
+            ly, lx = self.log_mass["Y"], self.log_mass["X"]  # the lines of the normalised sums
+            self._lines = {"Y": (ky - ly, -t), "X": (kx - lx, -t), "Ylow": (kl - ly, t), "hs": (ky - ly + theta, -t)}
         return self._lines
 
     def chernoff(self, name, x):
@@ -291,9 +234,13 @@ class _Sequence:
         """(log |delta|, sign) of the AEA of this sequence."""
         ly, sy = self.Y.signed_log_sf(eps, order)
         lx, sx = self.X.signed_log_sf(eps, order)
-        ld, sd = _signed_diff(ly, sy, lx + eps, sx)
+        ld, sd = _signed_diff(ly + self.log_mass["Y"], sy, lx + self.log_mass["X"] + eps, sx)
         beyond = eps >= self.sup
-        return np.where(beyond, -np.inf, ld), np.where(beyond, 0.0, sd)
+        ld, sd = np.where(beyond, -np.inf, ld), np.where(beyond, 0.0, sd)
+        if self.inf_mass > 0.0:
+            with np.errstate(divide="ignore"):
+                ld, sd = _signed_diff(np.full(ld.shape, math.log(self.inf_mass)), 1.0, ld, -sd)
+        return ld, sd
 
     def bounds(self, eps):
         """EEAI lower and upper delta, with the Chernoff caps (notes.md 3.5, 3.6)."""
@@ -303,20 +250,26 @@ class _Sequence:
         sy_up = np.minimum.reduce([np.ones_like(eps), gy + dy, np.exp(self.chernoff("Y", eps))])
         sy_lo = np.maximum.reduce([np.zeros_like(eps), gy - dy, -np.expm1(self.chernoff("Ylow", eps))])
         sx_lo = np.maximum(gx - dx, 0.0)
+        my, lmx = math.exp(self.log_mass["Y"]), self.log_mass["X"]
         with np.errstate(divide="ignore", over="ignore"):
             # in log space: e^eps times a Chernoff bound that underflows (e^-8000) must not become 0
             log_sx_up = np.minimum(np.log(gx + dx), self.chernoff("X", eps))
-            up = sy_up - np.exp(eps + np.log(sx_lo))
-            lo = sy_lo - np.exp(eps + log_sx_up)
-        up = np.minimum.reduce([up, np.exp(self.chernoff("hs", eps)), np.ones_like(eps)])
+            up = my * sy_up - np.exp(eps + lmx + np.log(sx_lo))
+            lo = my * sy_lo - np.exp(eps + lmx + log_sx_up)
+        up = np.minimum.reduce([up, my * np.exp(self.chernoff("hs", eps)), np.ones_like(eps)])
         beyond = eps >= self.sup
-        return np.where(beyond, 0.0, np.maximum(lo, 0.0)), np.where(beyond, 0.0, np.maximum(up, 0.0))
+        a = self.inf_mass  # the finite part's delta is >= 0 and at most its mass
+        lo, up = np.where(beyond, 0.0, np.maximum(lo, 0.0)), np.where(beyond, 0.0, np.maximum(up, 0.0))
+        return (lo, up) if a == 0.0 else (a + lo, np.minimum(a + up, 1.0))
 
     def eps_ceiling(self, delta):
         """An epsilon at which the tilted moment bound is <= delta (inf when the CGF is nowhere finite)."""
         a, b = self.lines()["hs"]
         ok = np.isfinite(a)
-        cand = (a[ok] - math.log(delta)) / -b[ok] if ok.any() else np.array([math.inf])
+        rest = (delta - self.inf_mass) / math.exp(self.log_mass["Y"])  # the normalised finite part's share
+        if not rest > 0.0:
+            return math.inf
+        cand = (a[ok] - math.log(rest)) / -b[ok] if ok.any() else np.array([math.inf])
         return float(min(np.min(cand), self.sup))
 
 
@@ -513,9 +466,12 @@ def _tilted_delta(items, eps, order):
         best = np.full(4, -math.inf)  # log: estimate, lower, upper, neighbouring order's estimate
         bad, regime = False, True
         for dirn in dirs:
+            # the SPA composes a direction's finite part; its mass at +inf is added (log(A + delta_fin))
+            la = math.log(dirn.inf_mass) if dirn.inf_mass > 0.0 else -math.inf
             try:
                 t = dirn.saddle(float(e))
             except spa.ZeroDelta:
+                best = np.maximum(best, la)
                 continue
             r = dirn.at(t, float(e))
             vals = []
@@ -523,9 +479,10 @@ def _tilted_delta(items, eps, order):
                 v = _tilted_at(dirn, t, float(e), o)
                 bad = bad or (math.isnan(v) and o == order)
                 vals.append(r["log_clt"] if math.isnan(v) else v)
-            if vals[0] >= best[0]:
+            row = np.logaddexp(la, [vals[0], r["log_lower"], r["log_upper"], vals[1]])
+            if row[0] >= best[0]:
                 regime = spa.reliable(r)  # the SPA's own criterion (Daniels term) at the dominant direction
-            best = np.maximum(best, [vals[0], r["log_lower"], r["log_upper"], vals[1]])
+            best = np.maximum(best, row)
         rows.append(np.minimum(np.exp(best), 1.0))
         fell.append(bad)
         regimes.append(regime)
@@ -545,10 +502,13 @@ def _tilted_details(order):
 
 
 def _tilted_epsilon(items, d, order):
-    target = math.log(d)
     bounds = spa.epsilon(items, d, order=0, variant="clt")
     best = 0.0
     for dirn in spa.directions(items):
+        if not d > dirn.inf_mass:  # the mass at +inf alone reaches delta
+            best = math.inf
+            continue
+        target = math.log(d - dirn.inf_mass)  # what the finite part may add
 
         def fn(r, dirn=dirn):
             v = _tilted_at(dirn, r["t"], r["eps"], order)
@@ -560,7 +520,8 @@ def _tilted_epsilon(items, d, order):
         if u is not None:
             best = max(best, dirn.eps_of(math.exp(u)))
     details = _tilted_details(order)
-    details["reliable"] = bool(_tilted_delta(items, np.array([best]), order).details["reliable"][0])
+    details["reliable"] = not math.isfinite(best) or bool(
+        _tilted_delta(items, np.array([best]), order).details["reliable"][0])
     return _clamped_estimate(best, bounds.lower, bounds.upper, details)
 
 

@@ -29,6 +29,7 @@ from scipy import integrate
 
 from ..errors import NumericalLimitError, ParameterError, check_finite_real
 from ..estimate import Estimate, EstimateArray
+from ..laws.plrv import composed_inf_mass
 from ..relations import DIRECTIONS
 from . import fft_sums as _fs
 from . import rdp
@@ -453,8 +454,9 @@ def epsilon(items, delta_, eps_error=DEFAULT_EPS_ERROR, delta_error=None, memory
             variant="prv", L=None, n=None):
     """Smallest epsilon with delta(epsilon) <= delta_, max over add and remove (Estimate); see ``delta``."""
     d = check_finite_real("delta", delta_, low=0.0, high=1.0)
-    if delta_error is None:
-        delta_error = d / 1000.0
+    if delta_error is None:  # a thousandth of what the finite part may add to the masses at +inf
+        rest = d - max(composed_inf_mass(items, r) for r in DIRECTIONS)
+        delta_error = (rest if rest > 0.0 else d) / 1000.0
     eps_error, delta_error, memory_limit = check_budgets(eps_error, delta_error, memory_limit)
     if not delta_error < d:
         raise ParameterError(f"delta_error must be below delta = {d:g}, got {delta_error:g}")

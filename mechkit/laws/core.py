@@ -16,6 +16,7 @@ bisection); ``DiscreteCore`` enumerates the support.  Both validate the densitie
 """
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -190,6 +191,27 @@ class Law:
         finite = AtomSet(at.values[fin], at.logP[fin], at.logQ[fin])
         return combine_cgf(parts, finite, tau, order, lambda mu, nm: [])
 
+    def finite_part(self):
+        """This law without its point masses at +-inf: a view sharing the pieces, kernels and finite atoms, whose
+        measures are the restrictions of P and Q to the outputs where both densities are positive (total masses
+        below 1), so that its CGF is ``cgf_finite`` + the log of that mass.  For the accountants' generating-function
+        queries (the SPA, Edgeworth); the law itself where it has no such masses.  Made once."""
+        got = self.__dict__.get("_finite")
+        if got is None:
+            at = self.atoms
+            fin = np.isfinite(at.values)
+            got = self
+            if not fin.all():
+                got = copy.copy(self)
+                for name in ("_cgf_memo", "_single", "_finite"):  # memos of the whole law
+                    got.__dict__.pop(name, None)
+                got._cgf_offer = got._cgf_closed = None  # a closed form is the whole law's
+                got.atoms = AtomSet(at.values[fin], at.logP[fin], at.logQ[fin])
+                ends = [v for pc in self.mono for v in (pc.La, pc.Lb)] + got.atoms.values.tolist()
+                got.support = (float(np.nanmin(ends)), float(np.nanmax(ends)))
+            self._finite = got
+        return got
+
     def tilt_mode(self, tau):
         """About where the tau-tilted law of L has its bulk: L at the highest peak of the tilted density over the
         monotone pieces (one peak scan each), or the atom of largest tilted mass where that outweighs the peak's
@@ -346,35 +368,23 @@ def _infinite_stats(n, center):
 
 
 def _atom_terms(at, tau):
-    """(log-weights, values) of the atoms of L under the tilted measure, or None if M(tau) = inf."""
+    """(log-weights, values) of the atoms of L under the tilted measure, or None if M(tau) = inf (vectorised: a
+    tabulated law has 1e5-1e6 atoms).  The atom at +inf (P-mass) counts at tau = 0 and makes M infinite above it;
+    the one at -inf (Q-mass) counts at tau = -1 and makes M infinite below it; finite atoms weigh log P + tau L."""
     v, lp, lq = at.values, at.logP, at.logQ
-    w = []
-    vals = []
-    for vi, lpi, lqi in zip(v, lp, lq):
-        if vi == np.inf:
-            if lpi == NEG_INF:
-                continue
-            if tau > 0:
-                return None
-            if tau == 0:
-                w.append(lpi)
-                vals.append(np.inf)
-            continue
-        if vi == -np.inf:
-            if lqi == NEG_INF:
-                continue
-            if tau < -1:
-                return None
-            if tau == -1:
-                w.append(lqi)
-                vals.append(-np.inf)
-            continue
-        if tau == -1:
-            w.append(lqi)
-        else:
-            w.append(lpi + tau * vi)
-        vals.append(vi)
-    return np.array(w, float), np.array(vals, float)
+    pinf, ninf = (v == np.inf) & (lp > NEG_INF), (v == -np.inf) & (lq > NEG_INF)
+    if (tau > 0 and pinf.any()) or (tau < -1 and ninf.any()):
+        return None
+    fin = np.isfinite(v)
+    with np.errstate(invalid="ignore"):
+        w = np.where(fin, lq if tau == -1 else lp + tau * v, NEG_INF)
+    if tau == 0:
+        keep, w = fin | pinf, np.where(pinf, lp, w)
+    elif tau == -1:
+        keep, w = fin | ninf, np.where(ninf, lq, w)
+    else:
+        keep = fin
+    return w[keep], v[keep]
 
 
 def combine_cgf(parts, at, tau, order, central_pass, vector=False, abs3=False):

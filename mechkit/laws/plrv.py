@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..engine.logspace import log1mexp
-from ..errors import ParameterError, check_finite_real, real_array
+from ..errors import DerivationError, ParameterError, check_finite_real, real_array
 
 
 
@@ -236,6 +236,25 @@ class PLRV:
             return 0.0
         vals, probs = self.atoms()
         return float(probs[vals == np.inf].sum())
+
+    @property
+    def finite_mass(self) -> float:
+        """P(Z finite): 1 minus the point masses at +-inf (where only one density is positive)."""
+        vals, probs = self.atoms()
+        return float(1.0 - probs[np.isinf(vals)].sum())
+
+    def finite_part(self) -> PLRV:
+        """Z restricted to its finite values (this PLRV where there are no masses at +-inf; cached): a sub-probability
+        of total mass ``finite_mass``, whose CGF is ``cgf_finite`` plus the log of that mass.  The SPA and Edgeworth
+        compose these and add the masses at +inf exactly.  It answers the generating-function queries (``cgf``,
+        ``cgf_vector``, ``tilt_stats``, ``tilted_abs3``, ``pdf``, ``atoms``, ``support``), not the distribution
+        functions."""
+        got = self.__dict__.get("_finite_view")
+        if got is None:
+            core = self._core
+            got = self if core.finite_part() is core else _FinitePart(self)
+            self._finite_view = got
+        return got
 
     def cgf_finite(self, t: float, order: int = 0) -> float:
         """log E[exp(t Z); Z finite]: the generating function of the finite part (order 0), or its derivative
@@ -544,3 +563,33 @@ class PLRV:
         from scipy.optimize import brentq  # here: SciPy's optimize costs a bind ~0.3 s of imports
 
         return float(brentq(g, 0.0, hi, xtol=1e-13, rtol=8.9e-16, maxiter=500))
+
+
+def composed_inf_mass(items: object, direction: str) -> float:
+    """P(L = +inf) of a composition's loss in one direction: an infinite loss in any one run is infinite in the
+    sum, so 1 - prod_i (1 - a_i)^k_i with a_i each mechanism's ``inf_mass`` (``items``: (mechanism, count) pairs)."""
+    log_finite = 0.0
+    for m, c in items:
+        a = m.plrv(direction).inf_mass
+        if a > 0.0:
+            log_finite += c * math.log1p(-a) if a < 1.0 else -math.inf
+    return -math.expm1(log_finite) if log_finite < 0.0 else 0.0
+
+
+class _FinitePart(PLRV):
+    """``PLRV.finite_part``: the core's finite part (``Law.finite_part``) in ``whole``'s direction and measure."""
+
+    def __init__(self, whole):
+        super().__init__(whole.mechanism, whole.direction, whole.is_dual)
+        self.whole = whole
+
+    _core = property(lambda self: self.mechanism.core.finite_part())
+    dual = property(lambda self: self.whole.dual.finite_part(), doc="The finite part of the whole law's dual.")
+    finite_mass = property(lambda self: self.whole.finite_mass, doc="Its total mass: the whole law's P(Z finite).")
+
+    def __repr__(self):
+        return f"<PLRV {self.direction}{' dual' if self.is_dual else ''} finite part of {self.mechanism.name}>"
+
+    def _tails(self, v, want_lower, prob, split=None):
+        raise DerivationError("the finite part of a privacy loss answers generating-function queries only; "
+                              "ask the whole PLRV for its distribution functions")

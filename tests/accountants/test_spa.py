@@ -262,11 +262,17 @@ def test_errors():
         mk.gaussian(sigma=float("nan"))
 
 
-def test_point_mass_at_infinity_has_no_saddle_point():
+def test_point_mass_at_infinity_leaves_a_tiny_finite_budget():
+    """(0.5, 1e-6)-DP pairs x 10 at delta 1e-5: the composed mass at +inf is 9.99996e-6, so the finite part (its
+    CGF is finite: the SPA composes it) must stay below 4.5e-11.  Exact sums over the outcomes bracket the answer."""
     from tests.helpers import approx_dp_pair
-    m = approx_dp_pair()(eps0=0.5, delta0=1e-6)
-    with pytest.raises(NumericalLimitError, match="fft"):
-        mk.compose((m, 10)).epsilon(1e-5, method="spa")
+    from tests.references.piecewise import exact_atoms_delta
+    e0, d0 = 0.5, 1e-6
+    est = mk.compose((approx_dp_pair()(eps0=e0, delta0=d0), 10)).epsilon(1e-5, method="spa")
+    hi, lo = (1 - d0) * math.exp(e0) / (1 + math.exp(e0)), (1 - d0) / (1 + math.exp(e0))
+    exact = lambda eps: float(exact_atoms_delta([math.inf, e0, -e0], [d0, hi, lo], 10, eps))  # noqa: E731
+    assert exact(est.lower) >= 1e-5 * (1 - 1e-9) and exact(est.upper) <= 1e-5 * (1 + 1e-9), est
+    assert est.upper <= 5.0 + 1e-9  # at most the largest finite loss, 10 x 0.5
 
 
 _DP_SGD_REFERENCE = Reached(contour=0.5)

@@ -51,12 +51,37 @@ def delta(items, epsilon, order=1, variant="msd"):
 
     Per epsilon: the saddle points on the model; the estimate and both bounds of the dominant direction from one
     exact evaluation at its saddle point; the other direction's upper bound from its nearest memoised node
-    (exact there), or exactly at its saddle point where that node's bound would raise the maximum.
+    (exact there), or exactly at its saddle point where that node's bound would raise the maximum.  Where a
+    direction's loss has a point mass at +inf, each direction is answered on its own, for its finite part, and its
+    composed mass at +inf added (``_with_inf_masses``).
     """
     check_options(order, variant)
     eps = np.atleast_1d(np.asarray(epsilon, float))
-    key = estimate_key(order, variant)
     dirs = directions(items)
+    if any(dirn.inf_mass > 0 for dirn in dirs):
+        return _with_inf_masses(dirs, [_delta([dirn], eps, order, variant) for dirn in dirs])
+    return _delta(dirs, eps, order, variant)
+
+
+def _with_inf_masses(dirs, rows):
+    """The max over the directions of delta = (composed mass at +inf) + (the finite part's delta), from each
+    direction's own answer for its finite part (``rows``, in the order of ``dirs``)."""
+    masses = [dirn.inf_mass for dirn in dirs]
+    val, lo, up = (np.max([m + np.asarray(getattr(r, w), float) for m, r in zip(masses, rows)], axis=0)
+                   for w in ("value", "lower", "upper"))
+    lead = np.argmax([m + np.asarray(r.value, float) for m, r in zip(masses, rows)], axis=0)
+    val, moved = clamp_into(np.minimum(val, 1.0), lo, np.minimum(up, 1.0))
+    details = dict(rows[0].details)
+    details["saddle_points"] = [[r.details["saddle_points"][i][0] for r in rows] for i in range(len(val))]
+    details["reliable"] = [bool(rows[j].details["reliable"][i]) and not m for i, (j, m) in enumerate(zip(lead, moved))]
+    details["clamped"] = moved.tolist()
+    details["inf_mass"] = {dirn.direction: m for dirn, m in zip(dirs, masses)}
+    return EstimateArray(val, lo, np.minimum(up, 1.0), "spa", True, details)
+
+
+def _delta(dirs, eps, order, variant):
+    """``delta`` for the directions ``dirs`` (the max over them), epsilon an array."""
+    key = estimate_key(order, variant)
     val, lo, up, ts, rel = [], [], [], [], []
     for e in eps:
         e = float(e)
@@ -109,13 +134,41 @@ def epsilon(items, delta_, order=1, variant="msd"):
     """
     check_options(order, variant)
     d = check_finite_real("delta", delta_, low=0.0, high=1.0)
+    dirs = directions(items)
+    if any(dirn.inf_mass > 0 for dirn in dirs):
+        return _epsilon_with_inf_masses(dirs, d, order, variant)
+    return _epsilon_or_point_mass(dirs, d, order, variant)
+
+
+def _epsilon_or_point_mass(dirs, d, order, variant):
     try:
-        return _epsilon(items, d, order, variant)
+        return _epsilon(dirs, d, order, variant)
     except NumericalLimitError:
-        got = point_mass_epsilon(directions(items), math.log(d), order, variant)
+        got = point_mass_epsilon(dirs, math.log(d), order, variant)
         if got is None:
             raise
         return got
+
+
+def _epsilon_with_inf_masses(dirs, d, order, variant):
+    """epsilon(delta) where a direction's loss has a point mass A at +inf: delta(eps) = A + delta_fin(eps), so each
+    direction solves its finite part at delta - A (epsilon inf where delta <= A: no finite epsilon reaches it; the
+    lower bound is 0 there unless delta is clearly below A), and the answer is the max over the directions."""
+    rows = []
+    for dirn in dirs:
+        rest = d - dirn.inf_mass
+        if rest > 0.0:
+            rows.append(_epsilon_or_point_mass([dirn], rest, order, variant))
+        else:
+            low = math.inf if rest < -1e-9 * d else 0.0  # certain only clear of the masses' rounding
+            rows.append(Estimate(math.inf, low, math.inf, "spa", True, {"reliable": True}))
+    lead = max(rows, key=float)
+    lo, up = max(r.lower for r in rows), max(r.upper for r in rows)
+    val, moved = clamp_into(float(lead), lo, up)
+    details = {**lead.details, "inf_mass": {dirn.direction: dirn.inf_mass for dirn in dirs}}
+    if moved:
+        details.update(reliable=False, clamped=True)
+    return Estimate(val, lo, up, "spa", True, details)
 
 
 @dataclass
@@ -175,7 +228,7 @@ def _direction_estimates(dirs, target, fn):
     return est, roots, dominated, fallback
 
 
-def _epsilon(items, d, order, variant):
+def _epsilon(dirs, d, order, variant):
     """epsilon(delta) by the SPA (max over add and remove), with certified lower and upper bounds.
 
     The estimate: the saddle point where the approximation equals delta, found on the model and polished on exact
@@ -187,8 +240,6 @@ def _epsilon(items, d, order, variant):
     """
     target = math.log(d)
     key = estimate_key(order, variant)
-    dirs = directions(items)
-
     fn = modelled_value(key)
     est, roots, dominated, fallback = _direction_estimates(dirs, target, fn)
     est.sort(key=lambda r: -r.eps)

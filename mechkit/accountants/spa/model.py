@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from ...errors import NumericalLimitError
+from ...laws.plrv import composed_inf_mass
 from ...relations import DIRECTIONS
 from .formulas import LOG_2PI, T_MAX, T_MIN, ZeroDelta, evaluate, psi2
 
@@ -132,12 +133,12 @@ class _Direction:
 
     def __init__(self, items, direction):
         self.direction = direction
+        # a loss with a point mass at +inf has an infinite CGF for t > 0: its finite part (a sub-probability) is
+        # composed instead, and the composed mass at +inf, 1 - prod_i (1 - a_i)^k_i, is added to delta exactly
+        # (accountant.py); the SPA's formulas and bounds are homogeneous in the measure
         self.parts = [(m.plrv(direction), c) for m, c in items]
-        for plrv, _ in self.parts:
-            if plrv.inf_mass > 0:
-                raise NumericalLimitError(
-                    f"{plrv.mechanism.name} has a point mass at +inf (probability {plrv.inf_mass:.3g}): its CGF is "
-                    "infinite for every t > 0, so no saddle point exists; use method='fft'")
+        self.parts = [(plrv.finite_part() if plrv.inf_mass > 0 else plrv, c) for plrv, c in self.parts]
+        self.inf_mass = composed_inf_mass(items, direction)
         self.counts = np.array([float(c) for _, c in self.parts])
         self.n_total = float(self.counts.sum())  # number of mechanisms: the bounds' rounding allowance
         self._nodes = {}
