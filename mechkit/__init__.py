@@ -40,6 +40,8 @@ _LAZY = {
     "IndividualPLDAccountant": ("individual", "IndividualPLDAccountant"),
     "composition": ("composition", None), "laws": ("laws", None), "accountants": ("accountants", None),
     "sweep": ("sweeps", "sweep"), "SweepResult": ("sweeps", "SweepResult"),
+    "tabulated": ("laws.tabulated", "tabulated"), "tabulated_losses": ("laws.tabulated", "tabulated_losses"),
+    "TabulatedMechanism": ("laws.tabulated", "TabulatedMechanism"),
 }
 
 #: the catalog's mechanisms (the modules of the ``mechanisms/`` folder); each is also ``mk.<name>(...)``
@@ -69,4 +71,5 @@ __all__ = ["compose", "Composition", "Estimate", "EstimateArray", "rdp", "Family
            "ParameterError", "DerivationError", "NumericalLimitError", "individual", "GDPFilter",
            "AdaptiveGDPFilter", "GDPOdometer", "RDPFilter", "StateFileError", "individual_pld",
            "IndividualPLDAccountant", "dpsgd", "calibrate", "Calibration", "PrivacyCurve", "MechkitWarning", "fdp",
-           "load_curve", "CurveFileError", "plot", "sweep", "SweepResult"]
+           "load_curve", "CurveFileError", "plot", "sweep", "SweepResult", "tabulated", "tabulated_losses",
+           "TabulatedMechanism"]

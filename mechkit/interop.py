@@ -1,4 +1,6 @@
-"""dp_accounting interop: ``from_dp_event(event, relation)`` turns a ``DpEvent`` into a mechkit ``Composition``.
+"""dp_accounting interop: ``from_dp_event(event, relation)`` turns a ``DpEvent`` into a mechkit ``Composition``;
+``to_pld(run)`` turns a mechanism or composition into a pessimistic ``PrivacyLossDistribution``, and ``from_pld(pld)``
+a ``PrivacyLossDistribution`` into a tabulated mechanism (``mechkit.laws.tabulated``).
 
 Events are read by their class names and fields, so dp_accounting itself is not imported (nor needed).  The
 relation is the accountant's (dp_accounting's ``NeighboringRelation`` or its name, or mechkit's): add/remove,
@@ -8,17 +10,24 @@ multiplier is relative to the contribution bound, so under replace-one the pair 
 RDP accountant reads a ``SampledWithoutReplacementDpEvent``'s Gaussian differently: its noise multiplier is relative
 to the replace-one sensitivity, half as large: docs/relations.md.)
 
-Supported: Gaussian, Laplace, discrete Laplace, randomized response (replace-one or replace-special), mixture of
+PLDs are read by their attributes (``_pmf_remove``, ``_pmf_add``, ``_symmetric``; a PMF's ``_discretization``,
+``_infinity_mass``, ``_pessimistic_estimate`` and its probabilities: ``_loss_probs`` when sparse, ``_lower_loss`` and
+``_probs`` when dense), so dp_accounting is not imported there either.
+
+Supported events: Gaussian, Laplace, discrete Laplace, randomized response (replace-one or replace-special), mixture of
 Gaussians, Poisson sampling and sampling without replacement of any supported event, self-composed and composed
 events, no-op events.  Anything else (a non-private event, zCDP, tree aggregation, ...) is a ``ParameterError``
 naming the event type.
 """
 from __future__ import annotations
 
+import math
+
 from . import relations
 from .composition import Composition, compose
 from .errors import ParameterError
 from .laws.catalog import catalog
+from .laws.tabulated import TabulatedMechanism, tabulated_losses
 from .transforms import replace_one, subsample, with_relation
 
 _RELATIONS = {"ADD_OR_REMOVE_ONE": relations.ADD_REMOVE, "REPLACE_ONE": relations.REPLACE_ONE,
@@ -210,3 +219,147 @@ def to_pld(obj: object, value_discretization_interval: float = 1e-4, tail_mass: 
         one = one.self_compose(count) if count > 1 else one
         out = one if out is None else out.compose(one)
     return out
+
+
+#: how far from 1 a PLD's probabilities plus its infinity mass may sum (dp_accounting's own PMFs are off by up to
+#: ~1e-8 per composition, e.g. its connect-the-dots discretisation; further off is taken for a wrong argument)
+PLD_TOTAL_TOL = 1e-2
+
+#: Q's total (sum of probs e^-loss) above 1 by more than this is repaired (below: rounding, left as it is)
+PLD_Q_TOL = 1e-12
+
+
+def _pmf_law(pmf, which):
+    """(losses, probabilities, infinity mass, discretisation) of one dp_accounting ``PLDPmf``, read by attribute."""
+    import numpy as np
+
+    h = getattr(pmf, "_discretization", None)
+    inf = getattr(pmf, "_infinity_mass", None)
+    if h is None or inf is None:
+        raise ParameterError(f"the PLD's {which} PMF ({type(pmf).__name__}) has no _discretization or _infinity_mass: "
+                             "from_pld reads dp_accounting's SparsePLDPmf and DensePLDPmf")
+    if getattr(pmf, "_pessimistic_estimate", True) is False:
+        raise ParameterError("from_pld reads pessimistic PLDs only: an optimistic one (pessimistic_estimate=False) "
+                             "rounds losses down, so it is not the privacy-loss distribution of any pair")
+    table = getattr(pmf, "_loss_probs", None)
+    if table is not None:  # sparse: {index: probability}
+        index = np.array(sorted(table), dtype=np.int64)
+        probs = np.array([table[i] for i in index.tolist()], dtype=float)
+    elif getattr(pmf, "_probs", None) is not None and getattr(pmf, "_lower_loss", None) is not None:
+        probs = np.asarray(pmf._probs, dtype=float).ravel()
+        index = np.arange(probs.size, dtype=np.int64) + int(pmf._lower_loss)
+    else:
+        raise ParameterError(f"the PLD's {which} PMF ({type(pmf).__name__}) has neither _loss_probs (sparse) nor "
+                             "_lower_loss and _probs (dense)")
+    if not np.all(np.isfinite(probs)):
+        raise ParameterError(f"the PLD's {which} PMF has probabilities that are not finite")
+    # the losses as dp_accounting computes them: index * discretisation, in doubles
+    return index * float(h), probs, float(inf), float(h)
+
+
+def _valid_law(losses, probs, inf, which):
+    """The PMF of one direction made the law of a pair, without changing its delta(epsilon) at epsilon >= 0 beyond
+    rounding, and pessimistically (``from_pld``): (losses, probabilities, infinity mass, what was changed)."""
+    import numpy as np
+
+    notes = {}
+    if np.any(probs < 0):  # FFT rounding noise of a composed PMF (~1e-18)
+        notes["negative_probabilities_zeroed"] = float(-probs[probs < 0].sum())
+        probs = np.maximum(probs, 0.0)
+    total = math.fsum(probs) + inf
+    if not abs(total - 1.0) <= PLD_TOTAL_TOL:
+        raise ParameterError(f"the PLD's {which} probabilities and infinity mass sum to {total:.12g}, not 1")
+    if total > 1.0:  # the excess taken from the lowest losses, all <= 0: no delta at epsilon >= 0 changes
+        excess = total - 1.0
+        k = min(int(np.searchsorted(np.cumsum(probs), excess)), probs.size - 1)
+        if losses[k] > 0:
+            raise ParameterError(f"the PLD's {which} probabilities sum to 1 + {excess:.3g}, more than its mass at "
+                                 "losses <= 0")
+        probs = probs.copy()
+        probs[k] = max(math.fsum(probs[:k + 1]) - excess, 0.0)
+        probs[:k] = 0.0
+        notes["excess_removed_at_losses_up_to"] = (excess, float(losses[k]))
+    elif total < 1.0:  # the missing mass put at +inf: pessimistic
+        inf += 1.0 - total
+        notes["deficit_put_at_infinity"] = 1.0 - total
+    return _q_within_one(losses, probs, inf, notes)
+
+
+def _q_within_one(losses, probs, inf, notes):
+    """Q's total, sum probs e^-loss, at most 1: where it is above (a PMF's rounding noise at very negative losses,
+    amplified by e^-loss), the lowest losses are rounded up to the first loss t <= 0 at which it is not (at the latest
+    to 0).  Rounding losses up is pessimistic, and below 0 it changes no delta at epsilon >= 0."""
+    import numpy as np
+
+    with np.errstate(over="ignore", divide="ignore"):
+        q = np.where(probs > 0, np.exp(np.log(np.where(probs > 0, probs, 1.0)) - losses), 0.0)
+        q_total = float(np.sum(q))
+        if q_total <= 1.0 + PLD_Q_TOL:
+            return losses, probs, inf, notes
+        order = np.argsort(losses, kind="stable")
+        losses, probs, q = losses[order], probs[order], q[order]
+        below = np.concatenate(([0.0], np.cumsum(probs)[:-1]))   # P-mass below each loss
+        above = np.cumsum(q[::-1])[::-1]                         # Q-mass at and above it
+        total_if = np.where(below > 0, below * np.exp(-losses), 0.0) + above
+    ok = np.nonzero((losses <= 0) & (total_if <= 1.0 + PLD_Q_TOL))[0]
+    target = float(losses[ok[0]]) if ok.size else 0.0
+    low = losses < target
+    moved = math.fsum(probs[low])
+    notes["q_total_was"] = q_total
+    notes["rounded_up_to"] = (target, moved)
+    return np.append(losses[~low], target), np.append(probs[~low], moved), inf, notes
+
+
+def from_pld(pld: object, relation: object = relations.ADD_REMOVE, name: str = "pld") -> TabulatedMechanism:
+    """The mechanism of a dp_accounting ``PrivacyLossDistribution``: its remove direction has the law of the PLD's
+    remove PMF, its add direction that of the add PMF (``mechkit.laws.tabulated.tabulated_losses``).
+
+    A PMF (probabilities w_i at losses l_i = i h, and an infinity mass) is the law under P of the pair P(i) = w_i,
+    Q(i) = w_i e^(-l_i), plus an output with P = infinity mass, Q = 0 and one with P = 0, Q = 1 - sum Q.  The two PMFs
+    of a PLD are in general not the two directions of one pair (pessimistic rounding, composition): the mechanism
+    then has two pairs, one per direction, as the PLD has (mechkit's accountants compose each direction on its own
+    and answer the maximum; a symmetric PLD gives both directions the same law).  Its one-shot ``delta(epsilon)``
+    and ``epsilon(delta)`` are then the PLD's ``get_delta_for_epsilon`` and ``get_epsilon_for_delta`` up to rounding,
+    and ``mk.compose((m, k))`` composes the same laws as ``pld.self_compose(k)``.
+
+    dp_accounting's PMFs are not always exactly such laws, and are made so without changing delta at any epsilon
+    >= 0 (``details`` records each change): negative probabilities (FFT noise) become 0; probabilities plus the
+    infinity mass above 1 lose the excess at their lowest losses (all <= 0), below 1 put the rest at +inf; where
+    sum w_i e^(-l_i) exceeds 1 (rounding noise at very negative losses, amplified by e^(-l)), the lowest losses are
+    rounded up to the first loss <= 0 at which it no longer does.  Each change moves mass up or to +inf, so the
+    mechanism stays pessimistic in every composition.
+
+    Parameters
+    ----------
+    pld : a ``PrivacyLossDistribution`` (or an object with its attributes: module docstring); pessimistic.
+    relation : the neighbouring relation the PLD is for (a PLD does not say): dp_accounting's
+        ``NeighboringRelation`` or its name, or mechkit's; default add/remove.
+    name : the mechanism's name (default "pld").
+
+    Returns
+    -------
+    A ``TabulatedMechanism``; ``details`` holds the discretisation, whether the PLD was symmetric, and per direction
+    what was changed (empty where nothing was).
+
+    Raises
+    ------
+    ParameterError : not a PLD (no ``_pmf_remove``), a PMF that is optimistic or cannot be read, probabilities and
+        infinity mass summing to more than 1e-2 away from 1, or an unknown relation.
+    """
+    rel = _relation(relation)
+    remove = getattr(pld, "_pmf_remove", None)
+    if remove is None:
+        raise ParameterError(f"pld must be a dp_accounting PrivacyLossDistribution, got {type(pld).__name__} "
+                             "(no _pmf_remove)")
+    add = getattr(pld, "_pmf_add", None)
+    symmetric = bool(getattr(pld, "_symmetric", add is None or add is remove)) or add is None
+    laws, details = [], {"source": "dp_accounting PrivacyLossDistribution", "symmetric": symmetric}
+    for which, pmf in (("remove", remove),) + ((("add", add),) if not symmetric else ()):
+        losses, probs, inf, h = _pmf_law(pmf, which)
+        losses, probs, inf, notes = _valid_law(losses, probs, inf, which)
+        laws.append((losses, probs, inf))
+        details[which] = notes
+        details["discretization"] = h
+    if symmetric:
+        details["add"] = details["remove"]
+    return tabulated_losses(*laws[0], add=laws[-1], name=name, relation=rel, details=details)

@@ -3,15 +3,22 @@
 ``MechkitAccountant`` keeps the history Opacus's accountants keep, a list of (noise_multiplier, sample_rate,
 steps) phases (consecutive equal steps merged), and answers ``get_epsilon(delta)`` with the certified *upper* bound
 of the composed DP-SGD run (``mk.dpsgd`` per phase, Poisson sampling, add/remove neighbours: Opacus's setting);
-``get_estimate(delta)`` returns the whole ``Estimate``.  With Opacus, after ``engine = PrivacyEngine()``:
+``get_estimate(delta)`` returns the whole ``Estimate``.
+
+With Opacus >= 1.6, ``register()`` (once per process) adds it to Opacus's accountant registry
+(``opacus.accountants.register_accountant``, which ``create_accountant`` reads), so that
+``PrivacyEngine(accountant="mechkit")`` and ``make_private_with_epsilon`` (whose noise search creates its accountant
+by name) use it.  Opacus checks no accountant's type, so the class need not subclass ``IAccountant`` and this module
+imports neither Opacus nor torch.  With any Opacus, after ``engine = PrivacyEngine()``:
 ``engine.accountant = MechkitAccountant()`` (before ``make_private``) makes the engine's ``get_epsilon`` mechkit's.
 """
 from __future__ import annotations
 
+import importlib
 import math
 
 from . import relations
-from .errors import ParameterError, check_real
+from .errors import MechkitError, ParameterError, check_real
 
 
 def _phase(noise_multiplier, sample_rate):
@@ -174,3 +181,36 @@ class MechkitAccountant:
         def hook_fn(optim):
             self.step(noise_multiplier=optim.noise_multiplier, sample_rate=sample_rate * optim.accumulated_iterations)
         return hook_fn
+
+
+def register() -> None:
+    """Register ``MechkitAccountant`` with Opacus under the name "mechkit": afterwards
+    ``opacus.PrivacyEngine(accountant="mechkit")`` accounts with mechkit (its ``get_epsilon(delta)`` is the certified
+    upper bound), and so does ``make_private_with_epsilon``'s search for the noise multiplier.  Calling it again
+    changes nothing.
+
+    Opacus's own registry is used (``opacus.accountants.register_accountant``, Opacus >= 1.6); nothing of Opacus is
+    patched.  Importing Opacus imports torch, so the first call takes a few seconds.
+
+    Returns
+    -------
+    None.
+
+    Raises
+    ------
+    MechkitError : Opacus is not installed, or is older than 1.6 (no accountant registry; the message names the
+        alternative, ``engine.accountant = MechkitAccountant()``).
+    """
+    try:
+        accountants = importlib.import_module("opacus.accountants")
+    except ImportError as exc:
+        raise MechkitError("mechkit.opacus.register() needs opacus, which is not installed (pip install opacus); "
+                           f"importing it failed: {exc}") from exc
+    register_accountant = getattr(accountants, "register_accountant", None)
+    if register_accountant is None:
+        version = getattr(importlib.import_module("opacus"), "__version__", "unknown")
+        raise MechkitError(f"opacus {version} has no accountant registry (opacus.accountants.register_accountant, "
+                           "opacus >= 1.6), so PrivacyEngine(accountant='mechkit') cannot work; upgrade opacus, or set "
+                           "engine.accountant = mechkit.opacus.MechkitAccountant() after engine = PrivacyEngine()")
+    # force: the name is mechkit's, and registering the same class again must not raise Opacus's "already registered"
+    register_accountant("mechkit", MechkitAccountant, force=True)
