@@ -164,8 +164,14 @@ class ContinuousCore(Law):
             pc.beyond = {}
             pc.logmass = [NEG_INF if pc.v.get("zero") == "pq"[m] else self._piece_logmass(pc, m) for m in (0, 1)]
             pieces.append(pc)
+        pieces += self._point_masses()
         self._validate(pieces)
         for pc in pieces:
+            if pc.v.get("dirac"):  # a point mass of the output: one atom of L (+-inf where one density has none)
+                lp, lq = pc.logmass
+                pc.La = pc.Lb = math.inf if lq == NEG_INF else -math.inf if lp == NEG_INF else lp - lq
+                pc.inc = True
+                continue
             v, a, b, xm = pc.v, pc.a, pc.b, self._sample_point(pc.a, pc.b)
             if v.get("zero"):  # q = 0 < p: L = +inf; p = 0 < q: L = -inf (a point mass either way)
                 pc.La = pc.Lb = math.inf if v["zero"] == "q" else -math.inf
@@ -188,6 +194,32 @@ class ContinuousCore(Law):
             if not pc.flat:
                 pc.inv = self._pick_inverse(pc)
         return pieces
+
+    def _point_masses(self):
+        """Flat pseudo-pieces [x, x] for the point masses of the output (DiracDelta terms), one per location:
+        p's and q's masses at locations equal in value merged (they are one output)."""
+        found = {}
+        for e in self.st.get("atoms") or ():
+            x = self._const(e["at"])
+            if not self.lo <= x <= self.hi:
+                raise SpecificationError(f"a point mass at x = {x:g} lies outside the domain "
+                                         f"[{self.lo:g}, {self.hi:g}]")
+            key = next((k for k in found if abs(k - x) <= 1e-12 * max(1.0, abs(x))), x)
+            found[key] = [a + (self._const(e[k]) if e[k] else 0.0) for a, k in zip(found.get(key, [0.0, 0.0]), "pq")]
+        out = []
+        for x, (wp, wq) in found.items():
+            if not (wp >= 0 and wq >= 0):
+                raise SpecificationError(f"the weight of the point mass at x = {x:g} is negative or not a number "
+                                         f"(p: {wp:.6g}, q: {wq:.6g})")
+            with np.errstate(divide="ignore"):
+                logs = [float(np.log(wp)), float(np.log(wq))]
+            if logs[0] == logs[1] == NEG_INF:
+                continue
+            pc = _Piece()
+            pc.a = pc.b = x
+            pc.key, pc.v, pc.flat, pc.inv, pc.beyond, pc.logmass = None, {"dirac": True}, True, None, {}, logs
+            out.append(pc)
+        return out
 
     def _pick_inverse(self, pc):
         lo, hi = min(pc.La, pc.Lb), max(pc.La, pc.Lb)

@@ -55,11 +55,30 @@ def _functions(family):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             # dummify: the printed code names only dummies, whatever the symbols are called
+            # the densities without their point masses (DiracDelta terms), whose weights are checked apart
             fns = [sp.lambdify(args, e, modules=m, dummify=True)
-                   for m in (["scipy", "numpy"], "mpmath") for e in (family.p, family.q)]
+                   for m in (["scipy", "numpy"], "mpmath") for e in (family.spec.p, family.spec.q)]
             ends = [sp.lambdify(args[1:], e, modules="mpmath", dummify=True) for e in (family.spec.lo, family.spec.hi)]
-        got = _FUNCTIONS[family] = (fns[0], fns[1], fns[2], fns[3], ends)
+            masses = [sp.lambdify(args[1:], sp.Add(*[w for _, w in ws]), modules="mpmath", dummify=True)
+                      for ws in family.spec.masses]
+        got = _FUNCTIONS[family] = (fns[0], fns[1], fns[2], fns[3], ends, masses)
     return got
+
+
+def _point_mass(fn, name, theta):
+    """The total weight of a density's point masses at theta (0 without any): a ``SpecificationError`` where it is
+    negative, None where it cannot be evaluated."""
+    import mpmath
+
+    try:
+        with mpmath.workdps(MP_DPS):
+            w = float(fn(*[mpmath.mpf(t) for t in theta]))
+    except Exception:
+        return None
+    if w < 0:
+        raise SpecificationError(f"the point masses (DiracDelta terms) of density {name} have a negative total "
+                                 f"weight {w:.6g}; a density must be non-negative")
+    return w
 
 
 def _numpy_values(fn, xs, theta):
@@ -245,7 +264,7 @@ def screen(family, theta):
     """Raise ``SpecificationError`` for a density that is confirmed negative or not real somewhere on a grid over
     the domain, or clearly not normalised (module docstring); return quietly when all is well or inconclusive."""
     try:
-        fnp, fnq, _, _, ends = _functions(family)
+        fnp, fnq, _, _, ends, masses = _functions(family)
     except Exception:
         return
     theta = [float(t) for t in theta]
@@ -263,7 +282,10 @@ def screen(family, theta):
         xs = _integer_grid(theta)
     if not xs.size:
         return
-    for name, fn in (("p", fnp), ("q", fnq)):
+    for name, fn, mass in (("p", fnp, masses[0]), ("q", fnq, masses[1])):
+        atoms = _point_mass(mass, name, theta)
+        if atoms is None:
+            continue
         try:
             vals = _numpy_values(fn, xs, theta)
         except Exception:
@@ -310,6 +332,7 @@ def screen(family, theta):
             if got is None:
                 continue
             total, err = got
+            total += atoms
             if total - err > 1.0 + SUM_TOL:
                 raise _not_normalised(name, spec.kind, total)
             if (total + err < 1.0 - SHORT_TOL and tails_ok and _peaks_resolved(vals_n)

@@ -290,9 +290,10 @@ def _atomic_write(path, text):
 
 def family_key(spec):
     h = hashlib.sha256()
+    masses = [repr([(sp.srepr(x), sp.srepr(w)) for x, w in ms]) for ms in spec.masses] if any(spec.masses) else []
     for part in (sp.srepr(spec.p), sp.srepr(spec.q), sp.srepr(spec.var), spec.kind, sp.srepr(spec.lo),
                  sp.srepr(spec.hi), repr(spec.points), repr([s.name for s in spec.params]),
-                 repr([(c.name, sp.srepr(e)) for c, e in spec.consts]), code_version()):
+                 repr([(c.name, sp.srepr(e)) for c, e in spec.consts]), *masses, code_version()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:24]

@@ -30,6 +30,7 @@ import sympy as sp
 from ..errors import SpecificationError
 from . import algebra as sy
 from . import pieces
+from .spec import point_masses
 
 MAX_ORDER = 6
 #: a closed-form CGF derivative longer than this (characters of its printed form) is not used: Numba's compile
@@ -51,6 +52,16 @@ class Spec:
     points: tuple = ()
     params: tuple = ()
     consts: tuple = ()  # ((Symbol, Expr), ...): var-free sub-expressions evaluated at bind time
+    # point masses of p and q ((location, weight), ...), split off p and q (written as DiracDelta terms)
+    masses: tuple = field(default=((), ()), init=False)
+
+    def __post_init__(self):
+        if self.p.has(sp.DiracDelta) or self.q.has(sp.DiracDelta):
+            if self.kind != "continuous":
+                raise SpecificationError("DiracDelta point masses are for continuous outputs; a pmf has its point "
+                                         "masses already")
+            (self.p, mp), (self.q, mq) = point_masses(self.p, self.var), point_masses(self.q, self.var)
+            self.masses = (mp, mq)
 
 
 @dataclass
@@ -177,13 +188,38 @@ def _derive_continuous(spec):
     if d.display["privacy_loss"] is None and len(groups) == 1:
         d.display["privacy_loss"] = sy.privacy_loss(*next(iter(groups)), var)
     d.display["inverse_loss"] = inverse_display
-    if not signs.args and _gaussian_type(p, q, var):
+    if any(spec.masses):
+        st["atoms"] = _point_mass_kernels(d, spec.masses)
+    elif not signs.args and _gaussian_type(p, q, var):
         integrand = sp.exp(sp.expand((1 + sy.T) * sy.log_density(p, var) - sy.T * sy.log_density(q, var)))
         mgf = sy.attempt(lambda: sp.integrate(integrand, (var, spec.lo, spec.hi), conds="none"), sy.MGF_SECONDS)
         if mgf is not None:
             st["cgf"] = _cgf_kernels(d, mgf)
     d.structure = st
     return d
+
+
+def _point_mass_kernels(d, masses):
+    """[{"at", "p", "q"}] constant kernels of the point masses (location, weights), one entry per location (the same
+    location in p and q symbolically: one entry; numerically equal ones are merged at bind time); None: no mass."""
+    out = []
+    for m, entries in enumerate(masses):
+        for loc, w in entries:
+            hit = next((e for e in out if sp.simplify(e[0] - loc) == 0), None)
+            if hit is None:
+                hit = [loc, [], []]
+                out.append(hit)
+            hit[1 + m].append(w)
+    kernels = []
+    for i, (loc, wp, wq) in enumerate(out):
+        entry = {"at": d.add(f"atom{i}_at", loc)}
+        for name, ws in (("p", wp), ("q", wq)):
+            w = sp.Add(*ws)
+            if w.has(sp.erf):  # 1 - Phi(z) as erfc(z/sqrt 2)/2: no cancellation in the tails
+                w = sy.attempt(lambda w=w: sp.simplify(sp.expand(w.rewrite(sp.erfc))), sy.SOLVE_SECONDS, w)
+            entry[name] = d.add(f"atom{i}_{name}", w) if ws else None
+        kernels.append(entry)
+    return kernels
 
 
 def _zeros(a, var):

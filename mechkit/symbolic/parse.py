@@ -39,7 +39,7 @@ FUNCTIONS = {
     "besseli": sp.besseli, "besselk": sp.besselk, "besselj": sp.besselj,
     "sin": sp.sin, "cos": sp.cos, "tan": sp.tan, "atan": sp.atan, "asin": sp.asin, "acos": sp.acos,
     "sinh": sp.sinh, "cosh": sp.cosh, "tanh": sp.tanh, "asinh": sp.asinh, "acosh": sp.acosh, "atanh": sp.atanh,
-    "Piecewise": sp.Piecewise, "Heaviside": sp.Heaviside,
+    "Piecewise": sp.Piecewise, "Heaviside": sp.Heaviside, "DiracDelta": sp.DiracDelta,
     "Sum": sp.Sum, "Product": sp.Product, "Integral": sp.Integral,
     "Rational": sp.Rational,
 }

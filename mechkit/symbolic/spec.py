@@ -81,3 +81,44 @@ def extract_constants(expr, var, consts):
         consts.append((c, e))
         return c
     return expr.replace(lambda e: isinstance(e, (sp.Sum, sp.Product, sp.Integral)) and not e.has(var), rep)
+
+
+def point_masses(expr, var):
+    """(the continuous part, ((location, weight), ...)) of a density written with point masses as DiracDelta terms:
+    ``f(x) + w DiracDelta(x - c)`` (censored or clipped noise), ``g(x) DiracDelta(a x + b)`` being the mass
+    g(-b/a)/|a| at -b/a.  Locations and weights may depend on the parameters, not on ``var``."""
+    if not expr.has(sp.DiracDelta):
+        return expr, ()
+    smooth, deltas = expr.as_independent(sp.DiracDelta, as_Add=True)
+    if smooth.has(sp.DiracDelta):
+        raise SpecificationError("a DiracDelta must be a term of the density (f(x) + w*DiracDelta(x - c)), not "
+                                 "inside a function or a Piecewise")
+    masses, rest = [], []
+    for term in sp.Add.make_args(_distribute(deltas)):
+        if not term.has(sp.DiracDelta):  # (1 - r) Q + r P of a subsampled pair: the continuous terms come back
+            rest.append(term)
+            continue
+        coeff, delta = term.as_independent(sp.DiracDelta, as_Add=False)
+        if not isinstance(delta, sp.DiracDelta) or len(delta.args) != 1:
+            raise SpecificationError(f"{term} is not a point mass: write w*DiracDelta(x - c) (no products or "
+                                     "derivatives of DiracDelta)")
+        poly = sp.Poly(delta.args[0], var) if delta.args[0].is_polynomial(var) else None
+        if poly is None or poly.degree() != 1 or any(c.has(var) for c in poly.all_coeffs()):
+            raise SpecificationError(f"the point mass {term} must sit where a linear function of {var} vanishes")
+        a, b = poly.all_coeffs()
+        loc = -b / a
+        masses.append((loc, sp.simplify(coeff.subs(var, loc) / sp.Abs(a))))
+    return sp.Add(smooth, *rest), tuple(masses)
+
+
+def _distribute(e):
+    """e with products distributed over the sums that hold a DiracDelta (nothing else expanded): r (A + w delta)
+    -> r A + r w delta."""
+    if e.is_Add:
+        return sp.Add(*[_distribute(a) for a in e.args])
+    if e.is_Mul:
+        for i, f in enumerate(e.args):
+            if f.is_Add and f.has(sp.DiracDelta):
+                rest = e.args[:i] + e.args[i + 1:]
+                return sp.Add(*[_distribute(sp.Mul(*rest, t)) for t in f.args])
+    return e

@@ -87,13 +87,19 @@ def _cells(f, a, b, n):
     return (edges if side > 0 else edges[::-1]), float(tail)
 
 
-def loss_bracket(f, g, f_np, g_np, cuts, M=2000, cells=4000, lo=-math.inf, hi=math.inf):
+def loss_bracket(f, g, f_np, g_np, cuts, M=2000, cells=4000, lo=-math.inf, hi=math.inf, atoms=()):
     """(Bracket of L = log f/g under f on its finite values, f-mass where g = 0 < f) (module docstring).
 
-    f, g: mpmath functions; f_np, g_np: the same as vectorised NumPy functions (cell masses and losses)."""
-    mass_inf = 0.0
+    f, g: mpmath functions; f_np, g_np: the same as vectorised NumPy functions (cell masses and losses); ``atoms``:
+    point masses of the output as (f-mass, g-mass) pairs (a loss of +inf where the g-mass is 0)."""
+    mass_inf = sum(a for a, b in atoms if a > 0 and b == 0)
     tail = 0.0
     cell_mass, cell_lo, cell_hi = [], [], []
+    pts = [(a, math.log(a / b)) for a, b in atoms if a > 0 and b > 0]
+    if pts:
+        cell_mass.append(np.array([a for a, _ in pts]))
+        cell_lo.append(np.array([v for _, v in pts]) - 1e-9)
+        cell_hi.append(np.array([v for _, v in pts]) + 1e-9)
     for a, b in _parts(cuts, lo, hi):
         mid = 0.5 * (a + b) if math.isfinite(a) and math.isfinite(b) else (a + 1 if math.isfinite(a) else b - 1)
         fm, gm = float(f(mp.mpf(mid))), float(g(mp.mpf(mid)))
