@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 import mpmath as mp
-import numpy as np
 import pytest
 import sympy as sp
 from hypothesis import given, settings, strategies as st
