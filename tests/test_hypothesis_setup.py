@@ -24,6 +24,8 @@ PINNED = {
         "about 3 s an example (three two-run nested integrals by brute force)",
     "tests/laws/test_point_masses.py::test_random_clipping_one_shot_against_mpmath":
         "about 0.13 s an example (two mpmath hockey-stick quadratures with root finding)",
+    "tests/laws/test_staircase.py::test_random_staircases_one_shot_exact":
+        "about 0.12 s an example (the exact reference sums some thousand cells in mpmath)",
     "tests/test_training_and_calibration.py::test_calibrated_noise_is_safe_and_tight":
         "about 0.2 s an example (a calibration is some 6 certified accountings and 20 saddle-point estimates)",
 }

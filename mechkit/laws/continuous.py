@@ -28,6 +28,10 @@ from .core import (
 )
 
 
+#: a floor's steps are enumerated outward until both densities' masses on a step fall below this, at most MAX_STEPS
+STEP_FLOOR, MAX_STEPS = 1e-300, 200_000
+
+
 class _Piece:
     __slots__ = ("a", "b", "key", "v", "flat", "inc", "La", "Lb", "inv", "logmass", "beyond")
 
@@ -158,6 +162,9 @@ class ContinuousCore(Law):
             pc.v = self.st["variants"][pc.key]
             if pc.v.get("zero") == "pq":
                 continue  # neither density has mass here
+            if pc.v.get("floor"):
+                pieces += self._floor_steps(a, b, pc.v)
+                continue
             pc.flat = pc.v["flat"]
             self._check_defined(pc)
             pc.inv = None
@@ -169,7 +176,7 @@ class ContinuousCore(Law):
         for pc in pieces:
             if pc.v.get("dirac"):  # a point mass of the output: one atom of L (+-inf where one density has none)
                 lp, lq = pc.logmass
-                pc.La = pc.Lb = math.inf if lq == NEG_INF else -math.inf if lp == NEG_INF else lp - lq
+                pc.La = pc.Lb = math.inf if lq == NEG_INF else -math.inf if lp == NEG_INF else pc.v.get("L", lp - lq)
                 pc.inc = True
                 continue
             v, a, b, xm = pc.v, pc.a, pc.b, self._sample_point(pc.a, pc.b)
@@ -220,6 +227,48 @@ class ContinuousCore(Law):
             pc.key, pc.v, pc.flat, pc.inv, pc.beyond, pc.logmass = None, {"dirac": True}, True, None, {}, logs
             out.append(pc)
         return out
+
+    def _floor_steps(self, a, b, v):
+        """The steps of a floor variant on [a, b] (``derive._floor_variant``): flat pseudo-pieces, one point mass of L
+        each, between the points where a floor argument u_j (linear) crosses an integer; n_j = floor(u_j) on a step
+        fills theta's slot j for its kernels.  Walked outward from a finite end (from 0 both ways on the whole line)
+        until a step's masses are both below ``STEP_FLOOR`` (as a pmf's enumeration stops), at most ``MAX_STEPS``."""
+        if not (math.isfinite(a) or math.isfinite(b)):
+            return self._floor_steps(a, 0.0, v) + self._floor_steps(0.0, b, v)
+        theta = np.concatenate((self.theta, np.zeros(len(self.st["floor_slots"]))))
+        us = [(j, self._f(name, 0.0), self._f(name, 1.0) - self._f(name, 0.0)) for j, name in v["floor"]]
+        d, x, end = (1.0, a, b) if math.isfinite(a) else (-1.0, b, a)
+        # the cell index of each u_j just beyond x in the walking direction, and the direction u_j moves in
+        cells = {j: (math.floor(beta + alpha * x) if alpha * d > 0 else math.ceil(beta + alpha * x) - 1)
+                 for j, beta, alpha in us}
+        kp, kq, kL = self._k(v["Gp"]), self._k(v["Gq"]), self._k(v["L"])
+        out, seen = [], False
+        for _ in range(MAX_STEPS):
+            nxt = {j: ((cells[j] + (1 if alpha * d > 0 else 0)) - beta) / alpha for j, beta, alpha in us}
+            y = min(nxt.values()) if d > 0 else max(nxt.values())
+            y = min(y, end) if d > 0 else max(y, end)
+            for j, _, _ in us:
+                theta[len(self.theta) + j] = cells[j]
+            lo, hi = (x, y) if d > 0 else (y, x)
+            m = [float(k(hi, theta) - k(lo, theta)) for k in (kp, kq)]
+            if min(m) < -1e-12 * max(max(m), 1e-300) or any(math.isnan(w) for w in m):
+                raise SpecificationError(f"a density's mass on the step [{lo:g}, {hi:g}] is negative or undefined")
+            if max(m) > 0:
+                pc = _Piece()
+                pc.a, pc.b, pc.key, pc.flat, pc.inv, pc.beyond = lo, hi, None, True, None, {}
+                with np.errstate(divide="ignore"):
+                    pc.logmass = [float(np.log(max(w, 0.0))) for w in m]
+                pc.v = {"dirac": True, "L": float(kL(0.0, theta))}
+                out.append(pc)
+                seen = True
+            if y == end or (seen and max(m) < STEP_FLOOR):
+                return out
+            for j, beta, alpha in us:  # crossings within rounding of y are the same point (p and q step together)
+                if abs(nxt[j] - y) <= 1e-12 * max(1.0, abs(y)):
+                    cells[j] += 1 if alpha * d > 0 else -1
+            x = y
+        raise SpecificationError(f"more than {MAX_STEPS} steps of a floor carry mass: the steps are too fine for "
+                                 "their decay")
 
     def _pick_inverse(self, pc):
         lo, hi = min(pc.La, pc.Lb), max(pc.La, pc.Lb)

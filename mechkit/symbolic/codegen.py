@@ -394,6 +394,8 @@ def load_or_build(spec, build, label="a family", prebuilt=None):
 def _build_entry(spec, build, key, d):
     der = build(spec)
     symbols = list(spec.params) + [c for c, _ in spec.consts]
+    # the steps of a floor: integer slots after the parameters, set per step by the numeric layer
+    symbols += [sp.Symbol(n, integer=True) for n in der.structure.get("floor_slots", ())]
     hp = high_precision_kernels(der.structure)
     meta = {"structure": der.structure, "display": {k: _to_srepr(v) for k, v in der.display.items()}}
     vec = der.structure.get("kind") in ("integers", "finite")

@@ -148,12 +148,9 @@ def _derive_continuous(spec):
             f"{', '.join(other)} cannot be evaluated by the compiled kernels of a continuous density (they take exp, "
             "log, powers, erf, erfc, gamma, loggamma, trigonometric and hyperbolic functions, Abs, Piecewise, ...); "
             "a pmf on the integers or a finite set may use it (it is tabulated at the parameter values)")
-    for f in sy.UNSUPPORTED_CONTINUOUS:
-        if p.has(f) or q.has(f):
-            raise SpecificationError(
-                f"densities with {f.__name__} are not supported for continuous outputs yet; write the pieces with "
-                "Piecewise((expr, condition), ...) or their non-smooth points with Abs (e.g. Abs(x - a))")
-    piecewise = p.has(sp.Piecewise) or q.has(sp.Piecewise)
+    # ceiling(u) = -floor(-u); the steps of a floor are cut at bind time (``_floor_variant``)
+    p, q = (e.replace(lambda z: isinstance(z, sp.ceiling), lambda z: -sp.floor(-z.args[0])) for e in (p, q))
+    piecewise = p.has(sp.Piecewise) or q.has(sp.Piecewise) or p.has(sp.floor) or q.has(sp.floor)
     d.display["privacy_loss"] = None if piecewise else sy.privacy_loss(p, q, var)
     signs = pieces.SignArgs(p, q, var)
     st = {"kind": "continuous", "abs_args": [], "breakpoints": [], "variants": {}, "cgf": None, "var": var.name,
@@ -173,10 +170,12 @@ def _derive_continuous(spec):
     if len(groups) > pieces.MAX_VARIANTS:
         raise SpecificationError(f"the densities have {len(groups)} distinct smooth pieces; at most "
                                  f"{pieces.MAX_VARIANTS} are supported")
-    inverse_display = []
+    inverse_display, slots = [], []
     for (pv, qv), (keys, ends) in groups.items():
         pre = "v" + keys[0].replace("+", "P").replace("-", "M") + "_"
-        if pieces.is_zero(pv) or pieces.is_zero(qv):
+        if pv.has(sp.floor) or qv.has(sp.floor):
+            v = _floor_variant(d, pre, pv, qv, var, slots)
+        elif pieces.is_zero(pv) or pieces.is_zero(qv):
             v = _zero_variant(d, pre, pv, qv, var, spec, ends)
         else:
             v = _derive_variant(d, pre, pv, qv, var, spec, ends)
@@ -185,7 +184,8 @@ def _derive_continuous(spec):
             v.pop("inv_display", None)
         for key in keys:
             st["variants"][key] = v
-    if d.display["privacy_loss"] is None and len(groups) == 1:
+    st["floor_slots"] = [f"_floor{j}" for j in range(len(slots))]
+    if d.display["privacy_loss"] is None and len(groups) == 1 and not slots:
         d.display["privacy_loss"] = sy.privacy_loss(*next(iter(groups)), var)
     d.display["inverse_loss"] = inverse_display
     if any(spec.masses):
@@ -303,6 +303,42 @@ def _derive_variant(d, pre, pv, qv, var, spec, ends):
                 lim = _limit(form, var, point)
                 ok = lim is not None and not lim.has(sp.nan, sp.zoo, sp.AccumBounds) and not lim.has(var)
                 out[end + suffix] = d.add(pre + end + suffix, lim) if ok else None
+    return out
+
+
+def _floor_variant(d, pre, pv, qv, var, slots):
+    """A piece where p or q has steps, floor(u) with u linear in the output: each floor(u_j) is a slot n_j (an integer
+    the numeric layer sets per step, after the parameters in theta), and on a step the loss must be constant (the
+    staircase mechanism and its kin): a point mass of L whose P- and Q-masses come from the antiderivatives.
+    ``slots`` (the floor arguments, family-wide) grows with the new ones."""
+    if pieces.is_zero(pv) or pieces.is_zero(qv):
+        raise SpecificationError("floor/ceiling on a piece where one density is zero is not supported")
+    subs = {}
+    for f in pv.atoms(sp.floor) | qv.atoms(sp.floor):
+        u = f.args[0]
+        poly = sp.Poly(u, var) if u.is_polynomial(var) else None
+        if poly is None or poly.degree() != 1 or any(c.has(var) for c in poly.all_coeffs()):
+            raise SpecificationError(f"{f}: floor and ceiling are supported on linear functions of {var} only")
+        j = next((i for i, w in enumerate(slots) if sp.simplify(w - u) == 0), None)
+        if j is None:
+            slots.append(u)
+            j = len(slots) - 1
+        subs[f] = sp.Symbol(f"_floor{j}", integer=True)
+    pn, qn = pv.xreplace(subs), qv.xreplace(subs)
+    L = sy.privacy_loss(pn, qn, var)
+    if pn.has(sp.floor) or qn.has(sp.floor) or L.has(var):
+        raise SpecificationError("floor/ceiling are supported where the privacy loss is constant on each step (the "
+                                 "staircase mechanism); here it varies within a step, or floors are nested")
+    out = {"zero": None, "flat": True, "crit": [], "inv": [], "Lexpr": None, "L": d.add(pre + "L", L),
+           "dL": d.add(pre + "dL", 0), "floor": [[int(str(n)[6:]), d.add(f"{pre}u{n}", slots[int(str(n)[6:])], var)]
+                                                  for n in sorted(subs.values(), key=str)]}
+    for m, dens in (("p", pn), ("q", qn)):
+        G = sy.attempt(lambda dens=dens: sp.integrate(dens, var), sy.INTEGRATE_SECONDS)
+        if not _finite_expr(G):
+            raise SpecificationError(f"no antiderivative of {m} between the steps of its floor")
+        out[f"G{m}"] = d.add(pre + f"G{m}", G, var)
+    for k in ("logp", "logq", "Llo", "Lhi", "Llo_raw", "Lhi_raw"):
+        out[k] = None
     return out
 
 
