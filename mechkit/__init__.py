@@ -32,7 +32,7 @@ _LAZY = {
     "Calibration": ("calibration", "Calibration"),
     "replace_one": ("transforms", "replace_one"), "with_relation": ("transforms", "with_relation"),
     "gdp": ("accountants.gdp", None), "rdp": ("accountants.rdp", None), "fdp": ("fdp", None),
-    "plot": ("plot", None),
+    "plot": ("plot", None), "progress": ("progress", None),
     "individual": ("individual", None), "individual_pld": ("individual.pld", None),
     "GDPFilter": ("individual", "GDPFilter"), "AdaptiveGDPFilter": ("individual", "AdaptiveGDPFilter"),
     "GDPOdometer": ("individual", "GDPOdometer"), "RDPFilter": ("individual", "RDPFilter"),
@@ -72,4 +72,4 @@ __all__ = ["compose", "Composition", "Estimate", "EstimateArray", "rdp", "Family
            "AdaptiveGDPFilter", "GDPOdometer", "RDPFilter", "StateFileError", "individual_pld",
            "IndividualPLDAccountant", "dpsgd", "calibrate", "Calibration", "PrivacyCurve", "MechkitWarning", "fdp",
            "load_curve", "CurveFileError", "plot", "sweep", "SweepResult", "tabulated", "tabulated_losses",
-           "TabulatedMechanism"]
+           "TabulatedMechanism", "progress"]

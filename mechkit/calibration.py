@@ -17,6 +17,8 @@ from collections.abc import Callable
 
 from .errors import MechkitError, ParameterError, check_real, quiet
 from .estimate import Estimate
+from .progress import setting as progress_setting
+from .progress import working
 
 
 class Calibration:
@@ -149,7 +151,8 @@ class _Target:
 def calibrate(make: Callable[[float], object], epsilon: float | None = None, delta: float | None = None,
               bounds: tuple[float, float] | None = None, integer: bool = False, tolerance: float | None = None,
               method: str = "auto", *, query: str = "epsilon", advantage: float | None = None,
-              tpr: float | None = None, fpr: float | None = None, **options: object) -> Calibration:
+              tpr: float | None = None, fpr: float | None = None, progress: bool = True,
+              **options: object) -> Calibration:
     """The parameter of ``make`` that meets a privacy target by a certified upper bound, tight to ``tolerance``
     (module docstring).
 
@@ -170,6 +173,8 @@ def calibrate(make: Callable[[float], object], epsilon: float | None = None, del
     advantage : instead of epsilon and delta: the best attacker's advantage (``Composition.advantage``), in (0, 1).
     tpr, fpr : instead: the best membership attacker's true-positive rate at false-positive rate ``fpr``
         (``Composition.tpr_at_fpr``), fpr < tpr < 1.
+    progress : False: no progress line (``mechkit.progress``: one line on stderr if the search still runs after
+        ``progress.DELAY`` seconds; its compositions print none, the search's line covers them).
     **options : the method's options (e.g. ``eps_error``); for an advantage or tpr target, the FFT's ``eps_error``
         (default 0.002) and ``delta_error``.
 
@@ -232,24 +237,26 @@ def calibrate(make: Callable[[float], object], epsilon: float | None = None, del
             return (a + b) // 2
         return math.sqrt(a * b) if a > 0 and b > 0 else 0.5 * (a + b)
 
-    limit = tgt.limit
-    bracket = None
-    if method != "spa" and tgt.query is not None:
-        guess = _cheap_crossing(make, tgt.cheap, limit, lo, hi, integer, between)
-        if guess is not None:
-            bracket = _certified_bracket(upper, guess, limit, lo, hi, integer)
-    if bracket is None:
-        bracket = _bounds_bracket(upper, limit, tgt.quantity, lo, hi)
+    what = f"calibration: the parameter in [{lo:g}, {hi:g}] with {tgt.quantity} <= {tgt.limit:g}"
+    with progress_setting(progress), working(what):
+        limit = tgt.limit
+        bracket = None
+        if method != "spa" and tgt.query is not None:
+            guess = _cheap_crossing(make, tgt.cheap, limit, lo, hi, integer, between)
+            if guess is not None:
+                bracket = _certified_bracket(upper, guess, limit, lo, hi, integer)
+        if bracket is None:
+            bracket = _bounds_bracket(upper, limit, tgt.quantity, lo, hi)
 
-    def probe(x):
-        e = upper(x)
-        return e.upper <= limit, e
+        def probe(x):
+            e = upper(x)
+            return e.upper <= limit, e
 
-    if integer:  # a step count: bisection was as quick (7 evaluations against 8 on the benchmark's steps row)
-        good, e_good, bad, e_bad = _bisect(*bracket, probe, close, between)
-    else:
-        good, e_good, bad, e_bad = _narrow(*bracket, probe, close, between, limit, integer, tol)
-    return Calibration(good, e_good, bad, e_bad.upper, count[0], tgt.target, integer, tgt.quantity)
+        if integer:  # a step count: bisection was as quick (7 evaluations against 8 on the benchmark's steps row)
+            good, e_good, bad, e_bad = _bisect(*bracket, probe, close, between)
+        else:
+            good, e_good, bad, e_bad = _narrow(*bracket, probe, close, between, limit, integer, tol)
+        return Calibration(good, e_good, bad, e_bad.upper, count[0], tgt.target, integer, tgt.quantity)
 
 
 def _toward(x, y, step, integer):

@@ -26,6 +26,7 @@ import numpy as np
 
 from .errors import MechkitError, MechkitWarning, ParameterError, check_real, quiet
 from .estimate import Estimate, weakness
+from .progress import check_executor, run_in_order, setting, working
 
 #: what ``SweepResult.to_rows`` adds to a point's keys
 COLUMNS = ("value", "lower", "upper", "method", "certified")
@@ -186,31 +187,14 @@ def evaluate(build: Callable[..., object], point: dict, query: str, level: float
 
 def _run(executor, args, points, keep):
     """The answers of every point, in grid order: serially, or one task per point on ``executor``."""
-    if executor is None:
-        out = []
-        for point in points:
-            try:
-                out.append(evaluate(args[0], point, *args[1:], keep=keep))
-            except MechkitError as exc:
-                raise _at_point(point, exc) from exc
-        return out
-    futures = [executor.submit(evaluate, args[0], point, *args[1:], keep=keep) for point in points]
-    try:
-        out = []
-        for point, future in zip(points, futures):
-            try:
-                out.append(future.result())
-            except MechkitError as exc:
-                raise _at_point(point, exc) from exc
-        return out
-    finally:
-        for future in futures:
-            future.cancel()  # after a failure (or an interrupt): the points not started are dropped
+    calls = [((args[0], point, *args[1:]), {"keep": keep}) for point in points]
+    return run_in_order(executor, evaluate, calls, lambda i, exc: _at_point(points[i], exc))
 
 
 def sweep(build: Callable[..., object], grid: Mapping[str, Sequence] | Sequence[Mapping[str, object]], *,
           delta: float | None = None, epsilon: float | None = None, method: str = "auto",
-          executor: Executor | None = None, errors: str = "raise", **options: object) -> SweepResult:
+          executor: Executor | None = None, errors: str = "raise", progress: bool = True,
+          **options: object) -> SweepResult:
     """One privacy query at every point of a grid of parameters, serially or on an executor (module docstring).
 
     Parameters
@@ -233,6 +217,8 @@ def sweep(build: Callable[..., object], grid: Mapping[str, Sequence] | Sequence[
         naming the point (the points not yet started are cancelled); "keep": the error is kept in place of that
         point's estimate (``SweepResult.failed``; its value NaN) and the sweep goes on.  Other exceptions (a bug in
         ``build``, a broken worker) are raised as they are either way.
+    progress : False: no progress line (``mechkit.progress``: one line on stderr if the sweep still runs after
+        ``progress.DELAY`` seconds; the points' own long operations print none, the sweep's line covers them).
     **options : the method's own options (e.g. ``eps_error``), passed to every query.
 
     Returns
@@ -244,8 +230,8 @@ def sweep(build: Callable[..., object], grid: Mapping[str, Sequence] | Sequence[
     ------
     ParameterError : before any point is built: ``build`` not callable, a grid that is empty or not a dict of lists
         nor a list of dicts, both or neither of delta and epsilon or one outside its range, an unknown method or
-        option, an executor without ``submit``, ``errors`` not "raise" or "keep", or (on a process pool) a
-        ``build`` or grid value that does not pickle.
+        option, an executor without ``submit``, ``errors`` not "raise" or "keep", ``progress`` not a bool, or (on a
+        process pool) a ``build`` or grid value that does not pickle.
     MechkitError : at a point, with ``errors="raise"`` (the message names the point).
     """
     if not callable(build):
@@ -254,13 +240,13 @@ def sweep(build: Callable[..., object], grid: Mapping[str, Sequence] | Sequence[
     points = grid_points(grid)
     query, level = _query(delta, epsilon)
     _check_method(method, query, options)
-    if executor is not None and not callable(getattr(executor, "submit", None)):
-        raise ParameterError(f"executor must be a concurrent.futures.Executor (with submit), or None for a serial "
-                             f"sweep, got {type(executor).__name__}")
+    check_executor(executor)
     if errors not in ERRORS:
         raise ParameterError(f"errors must be one of {ERRORS}, got {errors!r}")
     _check_portable(executor, build, points)
-    estimates = _run(executor, (build, query, level, method, dict(options)), points, errors == "keep")
+    where = "" if executor is None else f" on {type(executor).__name__}"
+    with setting(progress), working(f"sweep of {len(points)} points ({query} by method {method!r}{where})"):
+        estimates = _run(executor, (build, query, level, method, dict(options)), points, errors == "keep")
     result = SweepResult(points, estimates, query, level, method)
     weak = [(p, weakness(e)) for p, e in result if isinstance(e, Estimate) and weakness(e)]
     if weak:

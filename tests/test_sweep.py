@@ -1,6 +1,8 @@
 """mk.sweep (issue 22): a query over a grid of parameters, serially or on an executor, bit-identical either way; bad
 input refused before any point is built; mechanisms and compositions that pickle small and answer identically
-after the trip (also in a fresh worker process, from the disk cache)."""
+after the trip (also in a fresh worker process, from the disk cache).  The individual accountants' per-example
+queries on the same executors (their rows in blocks, the FFT plan rebuilt from its spec on the worker): bit-identical
+to serial too."""
 import multiprocessing
 import pickle
 import warnings
@@ -209,6 +211,49 @@ def test_pickled_mechanisms_rebind_in_a_fresh_worker(pool):
     assert {name: f.result() for name, f in got.items()} == {name: m.delta(1.0) for name, m in ms.items()}
 
 
+def individual_answers(executor=None):
+    """Per-example answers of an individual PLD accountant (30 examples, 8 steps, 5 buckets) and the GDP, RDP
+    filters and odometer (300 examples), with executor=; the callers make the blocks small (ROW_BLOCK, BLOCK)."""
+    rng = np.random.default_rng(1)
+    acc = mk.IndividualPLDAccountant(30, 0.05, 0.9, 1.0, max_steps=8, sigma_ratio=1.5, max_sigma_factor=4.0,
+                                     eps_error=0.05)
+    filters = [mk.GDPFilter(300, budget_mu=1.0), mk.RDPFilter(300, epsilon=4.0, delta=1e-5), mk.GDPOdometer(300)]
+    for _ in range(8):
+        acc.step(rng.uniform(0.0, 1.5, 30))
+        for f in filters:
+            f.step(rng.uniform(0.0, 0.3, 300))
+    out = []
+    for est in (acc.epsilon(1e-5, executor=executor), acc.delta(1.0, executor=executor)):
+        out += [np.asarray(est), est.lower, est.upper]
+    out.append(acc.fitted_mu(executor=executor))
+    for f in filters:
+        out.append(f.epsilon(1e-5, executor=executor))
+        if not isinstance(f, mk.RDPFilter):
+            out.append(f.delta(0.5, executor=executor))
+    return out
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Rows and values in blocks of 8 and 64 (tasks on an executor; serial evaluation works in the same blocks)."""
+    from mechkit.individual import buckets, conversions
+
+    monkeypatch.setattr(buckets, "ROW_BLOCK", 8)
+    monkeypatch.setattr(conversions, "BLOCK", 64)
+    return individual_answers()
+
+
+def same(a, b):
+    return len(a) == len(b) and all(x.shape == y.shape and x.tobytes() == y.tobytes() for x, y in zip(a, b))
+
+
+def test_individual_accountants_on_a_process_pool_are_bit_identical_to_serial(pool, small_blocks):
+    assert same(individual_answers(pool), small_blocks)
+    with ThreadPoolExecutor(max_workers=2) as ex:
+        assert same(individual_answers(ex), small_blocks)
+    assert np.all(small_blocks[2] > small_blocks[0]) and np.any(small_blocks[0] > 0)  # upper > value, some spent
+
+
 def test_dask_distributed_executor_is_bit_identical(serial):
     distributed = pytest.importorskip("dask.distributed")
     import dask
@@ -220,4 +265,10 @@ def test_dask_distributed_executor_is_bit_identical(serial):
             distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl, \
             distributed.Client(cl) as client:
         r = mk.sweep(build, GRID, delta=1e-5, method="auto", executor=client.get_executor())
+        with pytest.MonkeyPatch.context() as mp:
+            from mechkit.individual import buckets, conversions
+
+            mp.setattr(buckets, "ROW_BLOCK", 8)
+            mp.setattr(conversions, "BLOCK", 64)
+            assert same(individual_answers(client.get_executor()), individual_answers())
     assert r.points == POINTS and answers(r) == answers(serial["auto"])

@@ -5,7 +5,11 @@ the Plancherel inner product (``evaluate``).
 """
 from __future__ import annotations
 
+import collections
 import math
+import threading
+import weakref
+from concurrent.futures import Executor
 
 import numpy as np
 import scipy.fft as sfft
@@ -14,6 +18,7 @@ from scipy.special import ndtri
 
 from ..accountants import fft as _fft
 from ..errors import NumericalLimitError, check_finite_real
+from ..progress import run_in_order
 from ..relations import DIRECTIONS
 from .state import check_array
 
@@ -163,11 +168,13 @@ class _Side:
             pre = self._pre[s]
             if J <= pre.shape[1]:
                 X = pre
-            else:  # beyond the stored frequencies: transform the wrapped pmfs
+            else:  # beyond the stored frequencies: transform the wrapped pmfs (the stored ones kept, so that a
+                # frequency's value does not depend on which bands were asked for before: the same doubles always)
                 Jc = min(Np // 2 + 1, max(J, 2 * (have[0].shape[1] if have is not None else 0)))
                 X = np.empty((self.B, Jc), dtype=complex)
                 for b in range(self.B):
                     X[b] = sfft.rfft(self._on_circle(b, Np))[:Jc]
+                X[:, :pre.shape[1]] = pre
             a = np.abs(X)
             with np.errstate(divide="ignore"):
                 have = (np.log(np.maximum(a, 1e-300)), np.angle(X), np.minimum(1.0 / a, 1e250))
@@ -440,7 +447,11 @@ def _vertex_mu(e1, d1, e2, d2):
 
 
 class Plan:
-    """The grid for up to ``K`` steps and both directions' bucket discretisations on it."""
+    """The grid for up to ``K`` steps and both directions' bucket discretisations on it.
+
+    ``spec`` holds its arguments: a task on a worker process gets the spec and rebuilds the plan once
+    (``plan_for``) instead of receiving tens of megabytes; the rebuilt plan is the same doubles.
+    """
 
     def __init__(self, sigmas, q, K, eps_error, delta_error, memory_limit):
         from ..laws.catalog import convenience
@@ -448,7 +459,9 @@ class Plan:
 
         gaussian = convenience("gaussian")
 
-        mechs = [subsample(gaussian(float(s)), q) for s in sigmas]
+        self.spec = (tuple(float(s) for s in sigmas), float(q), int(K), float(eps_error), float(delta_error),
+                     float(memory_limit))
+        mechs = [subsample(gaussian(s), q) for s in self.spec[0]]
         grid = _fft.plan([(mechs[0], K)], eps_error, delta_error, memory_limit)
         grid.N = 1 << int(math.ceil(math.log2(2 * grid.n + 1)))   # a power of 2: every zoom divides it
         self.grid = grid
@@ -456,9 +469,34 @@ class Plan:
         self.tau = TAIL_SHARE * delta_error
         self.sides = {d: _Side(mechs, d, grid, TAIL_SHARE * delta_error / K) for d in DIRECTIONS}
 
+        with _LOCK:
+            _PLANS[self.spec] = self
+
     def details(self):
         g = self.grid
         return {"grid_points": g.N, "mesh": g.h, "domain": g.L, "planned_steps": self.K}
+
+
+#: every plan alive in this process, by spec; the last two that ``plan_for`` built are kept alive (a worker's next
+#: task finds its plan)
+_PLANS = weakref.WeakValueDictionary()
+_KEPT = collections.deque(maxlen=2)
+_LOCK = threading.RLock()
+
+
+def plan_for(spec: tuple) -> Plan:
+    """The plan of ``spec`` (``Plan.spec``): the one alive in this process, or a new one (kept for the next calls).
+
+    Parameters
+    ----------
+    spec : the plan's arguments, as ``Plan.spec`` holds them.
+    """
+    with _LOCK:
+        plan = _PLANS.get(spec)
+        if plan is None:
+            plan = Plan(*spec)
+            _KEPT.append(plan)
+        return plan
 
 
 def _chunks(idx, per_row_bytes):
@@ -467,18 +505,19 @@ def _chunks(idx, per_row_bytes):
         yield idx[k:k + n]
 
 
-def evaluate(plan, rows, eps_error, delta_error, eps_targets=(), delta_points=(), fit=None):
-    """Evaluate distinct count rows (R, B) in both directions, in blocks of ROW_BLOCK rows.
+def evaluate(plan, rows, eps_error, delta_error, eps_targets=(), delta_points=(), fit=None, block=None):
+    """Evaluate distinct count rows (R, B) in both directions, in blocks of ``block`` rows (default ROW_BLOCK).
 
     ``eps_targets``: (name, delta, sign): epsilon~ at delta + sign (delta_error + slack) (sign 0, -1 or +1);
     ``delta_points``: (name, eps): delta~ at eps; ``fit``: the floor of the mu fit (result "mu").  Returns per
     direction a dict of arrays over the rows, with each row's allowance "slack".
     """
     R = rows.shape[0]
+    block = ROW_BLOCK if block is None else block
     names = ["slack"] + [t[0] for t in eps_targets] + [t[0] for t in delta_points] + (["mu"] if fit is not None else [])
     out = {d: {name: np.zeros(R) for name in names} for d in DIRECTIONS}
-    for start in range(0, R, ROW_BLOCK):
-        rf = rows[start:start + ROW_BLOCK].astype(np.float64)
+    for start in range(0, R, block):
+        rf = rows[start:start + block].astype(np.float64)
         for d in DIRECTIONS:
             side, res = plan.sides[d], out[d]
             lay = side.layout(rf, plan.tau)
@@ -499,3 +538,25 @@ def evaluate(plan, rows, eps_error, delta_error, eps_targets=(), delta_points=()
                     if fit is not None:
                         res["mu"][g] = side.fit_mu(T, eps_error, delta_error, fit)
     return out
+
+
+def evaluate_blocks(plan: Plan, rows: np.ndarray, eps_error: float, delta_error: float,
+                    executor: Executor | None = None, **targets: object) -> dict:
+    """``evaluate``, serially or with each block of ROW_BLOCK rows a task on ``executor``.
+
+    The tasks are the blocks ``evaluate`` works through itself, so every row meets the same arithmetic either way
+    (bit-identical answers); the plan travels as its spec (``evaluate_spec``), the rows as uint16/uint32 counts.
+    With fewer rows than two blocks the executor is not used (a worker would only rebuild the plan).
+    """
+    block = ROW_BLOCK
+    if executor is None or rows.shape[0] <= block:
+        return evaluate(plan, rows, eps_error, delta_error, block=block, **targets)
+    calls = [((plan.spec, rows[start:start + block], eps_error, delta_error), dict(targets, block=block))
+             for start in range(0, rows.shape[0], block)]
+    parts = run_in_order(executor, evaluate_spec, calls)
+    return {d: {name: np.concatenate([part[d][name] for part in parts]) for name in parts[0][d]} for d in DIRECTIONS}
+
+
+def evaluate_spec(spec: tuple, rows: np.ndarray, eps_error: float, delta_error: float, **targets: object) -> dict:
+    """``evaluate`` with the plan of ``spec`` (``plan_for``: built once per process): a task of ``evaluate_blocks``."""
+    return evaluate(plan_for(spec), rows, eps_error, delta_error, **targets)

@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from concurrent.futures import Executor
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -78,7 +79,8 @@ from numpy.typing import ArrayLike
 from ..accountants import fft as _fft
 from ..errors import NumericalLimitError, ParameterError, check_finite_real
 from ..estimate import EstimateArray
-from .buckets import UINT16_MAX, Plan, effective_sigma, evaluate, n_buckets
+from ..progress import check_executor, setting, working
+from .buckets import UINT16_MAX, Plan, effective_sigma, evaluate_blocks, n_buckets
 from .conversions import rdp_cap_for, rdp_epsilon_from_mu
 from .state import KINDS, Persistent, check_array, check_delta, check_n
 
@@ -177,6 +179,7 @@ class IndividualPLDAccountant(Persistent):
         self._deactivated_at = np.full(n, -1, dtype=np.int64)
         self._headroom = np.zeros(n, dtype=np.int64)
         self._plan = None
+        self._worst = None
 
     # ----- views
     @property
@@ -278,12 +281,14 @@ class IndividualPLDAccountant(Persistent):
         return [(subsample(gaussian(float(self._sigmas[b])), self._q), int(k[b])) for b in np.flatnonzero(k)]
 
     # ----- the step
-    def step(self, norms: ArrayLike) -> np.ndarray:
+    def step(self, norms: ArrayLike, *, progress: bool = True) -> np.ndarray:
         """Account one step with the per-example gradient norms.
 
         Parameters
         ----------
         norms : length N, finite, >= 0 (before clipping).
+        progress : False: no progress line.  With a budget a step fits mu for the examples without headroom (and
+            the first one plans the grid): one line on stderr if it still runs after ``mechkit.progress.DELAY`` s.
 
         Returns
         -------
@@ -291,8 +296,13 @@ class IndividualPLDAccountant(Persistent):
 
         Raises
         ------
-        ParameterError : bad ``norms``, or a filter past ``max_steps`` (before any state changes).
+        ParameterError : bad ``norms`` or ``progress``, or a filter past ``max_steps`` (before any state changes).
         """
+        with setting(progress), working(f"individual PLD filter: step {self._steps + 1}, fitting mu for up to "
+                                        f"{self._n} examples", when=self._budget is not None):
+            return self._step(norms)
+
+    def _step(self, norms):
         norms = check_array("norms", norms, length=self._n, high=None)
         b = self.buckets(norms)
         part = (b >= 0) & self._active
@@ -352,32 +362,39 @@ class IndividualPLDAccountant(Persistent):
         rows, inv = np.unique(self._counts, axis=0, return_inverse=True)
         return rows, inv.reshape(-1)
 
-    def _fit_rows(self, rows):
+    def _fit_rows(self, rows, executor=None):
         rows, inv = np.unique(rows, axis=0, return_inverse=True)
         inv = inv.reshape(-1)
         mu = np.zeros(rows.shape[0])
         nz = np.flatnonzero(rows.sum(axis=1) > 0)
         if nz.size:
             plan = self._plan_for(rows[nz].sum(axis=1).max())
-            res = evaluate(plan, rows[nz], self._eps_error, self._delta_error, fit=self._floor)
+            res = evaluate_blocks(plan, rows[nz], self._eps_error, self._delta_error, executor, fit=self._floor)
             mu[nz] = np.maximum(res["remove"]["mu"], res["add"]["mu"])
         return mu[inv]
 
     def _worst_curve(self):
         """(k, fitted mu of k worst-case steps) on a geometric grid of k up to the planned steps (for the filter)."""
         plan = self._plan_for(self._max_steps)
-        if getattr(plan, "worst", None) is None:
+        if self._worst is None or self._worst[0] is not plan:   # kept here: plans may be shared (``plan_for``)
             ks = np.unique(np.geomspace(1, plan.K, 40).astype(np.int64))
             rows = np.zeros((ks.size, self.n_buckets), dtype=np.int64)
             rows[:, 0] = ks
             mus = np.maximum.accumulate(self._fit_rows(rows))
-            plan.worst = (ks.astype(float), mus)
-        return plan.worst
+            self._worst = (plan, (ks.astype(float), mus))
+        return self._worst[1]
 
-    def fitted_mu(self) -> np.ndarray:
+    def fitted_mu(self, *, executor: Executor | None = None, progress: bool = True) -> np.ndarray:
         """Per example the smallest mu whose mu-GDP curve dominates its upper delta curve for delta >= fit_delta_min
-        (Section 5, (5.1)); 0 for examples that never took part."""
-        return self._fit_rows(self._counts)
+        (Section 5, (5.1)); 0 for examples that never took part.
+
+        Parameters
+        ----------
+        executor, progress : as for ``epsilon``.
+        """
+        check_executor(executor)
+        with setting(progress), working(self._what("the fitted mu")):
+            return self._fit_rows(self._counts, executor)
 
     def _details(self, plan):
         d = plan.details() if plan is not None else {}
@@ -386,29 +403,42 @@ class IndividualPLDAccountant(Persistent):
                  note="bounds of the bucketed composition; upper is an upper bound for the example itself")
         return d
 
-    def _query(self, combine, **targets):
-        """Evaluate the distinct rows with ``evaluate(**targets)``; ``combine(remove, add)`` -> (value, lower, upper)
-        of the rows that took part (the others are 0) -> EstimateArray over the examples."""
-        rows, inv = self._distinct()
-        out = np.zeros((3, rows.shape[0]))
-        nz = np.flatnonzero(rows.sum(axis=1) > 0)
-        plan = None
-        if nz.size:
-            plan = self._plan_for(rows[nz].sum(axis=1).max())
-            res = evaluate(plan, rows[nz], self._eps_error, self._delta_error, **targets)
-            out[:, nz] = combine(res["remove"], res["add"])
+    def _what(self, what):
+        return f"individual PLD accounting: {what} of {self._n} examples after {self._steps} steps"
+
+    def _query(self, combine, executor, progress, what, **targets):
+        """Evaluate the distinct rows with ``evaluate(**targets)`` (on ``executor``); ``combine(remove, add)`` ->
+        (value, lower, upper) of the rows that took part (the others are 0) -> EstimateArray over the examples."""
+        check_executor(executor)
+        with setting(progress), working(self._what(what)):
+            rows, inv = self._distinct()
+            out = np.zeros((3, rows.shape[0]))
+            nz = np.flatnonzero(rows.sum(axis=1) > 0)
+            plan = None
+            if nz.size:
+                plan = self._plan_for(rows[nz].sum(axis=1).max())
+                res = evaluate_blocks(plan, rows[nz], self._eps_error, self._delta_error, executor, **targets)
+                out[:, nz] = combine(res["remove"], res["add"])
         return EstimateArray(out[0][inv], out[1][inv], out[2][inv], "individual-pld", True, self._details(plan))
 
-    def epsilon(self, delta: float) -> EstimateArray:
+    def epsilon(self, delta: float, *, executor: Executor | None = None, progress: bool = True) -> EstimateArray:
         """Per-example epsilon(delta) (max over add and remove) -> EstimateArray with certified lower/upper.
 
         Parameters
         ----------
         delta : in (delta_error, 1).
+        executor : a ``concurrent.futures.Executor`` (a process pool, dask.distributed's
+            ``Client.get_executor()``...): the distinct rows of bucket counts in blocks of ``buckets.ROW_BLOCK``
+            (8192), one task each; the answers are bit-identical to None's (default: in this process).  A worker
+            rebuilds the FFT grid's plan once (seconds) and keeps it for the next tasks, so it pays from about two
+            blocks of rows (fewer are evaluated here).  Give a process pool's workers one BLAS thread each
+            (``OPENBLAS_NUM_THREADS=1``, as dask's workers have; docs/individual.md).
+        progress : False: no progress line (one on stderr if the call still runs after ``mechkit.progress.DELAY``
+            seconds; planning the grid alone may take that long).
 
         Raises
         ------
-        ParameterError : delta out of range.
+        ParameterError : delta out of range, an executor without ``submit``, or ``progress`` not a bool.
         NumericalLimitError : delta too small to certify with this ``delta_error``.
         """
         d = check_delta(delta)
@@ -425,14 +455,16 @@ class IndividualPLDAccountant(Persistent):
             return (np.maximum(r["val"], a["val"]), np.maximum(np.maximum(r["lo"], a["lo"]) - ee, 0.0),
                     np.maximum(r["up"], a["up"]) + ee)
 
-        return self._query(combine, eps_targets=(("val", d, 0.0), ("up", d, -1.0), ("lo", d, 1.0)))
+        return self._query(combine, executor, progress, f"epsilon at delta={d:g}",
+                           eps_targets=(("val", d, 0.0), ("up", d, -1.0), ("lo", d, 1.0)))
 
-    def delta(self, epsilon: float) -> EstimateArray:
+    def delta(self, epsilon: float, *, executor: Executor | None = None, progress: bool = True) -> EstimateArray:
         """Per-example delta(epsilon) (max over add and remove) -> EstimateArray with certified lower/upper.
 
         Parameters
         ----------
         epsilon : finite, >= 0; a ``ParameterError`` otherwise.
+        executor, progress : as for ``epsilon``.
         """
         e = check_finite_real("epsilon", epsilon, low=0.0, low_open=False)
         ee, de = self._eps_error, self._delta_error
@@ -442,7 +474,8 @@ class IndividualPLDAccountant(Persistent):
                     np.maximum(np.maximum(r["lo"] - r["slack"], a["lo"] - a["slack"]) - de, 0.0),
                     np.minimum(np.maximum(r["up"] + r["slack"], a["up"] + a["slack"]) + de, 1.0))
 
-        return self._query(combine, delta_points=(("val", e), ("up", e - ee), ("lo", e + ee)))
+        return self._query(combine, executor, progress, f"delta at epsilon={e:g}",
+                           delta_points=(("val", e), ("up", e - ee), ("lo", e + ee)))
 
     # ----- persistence (the helpers of mechkit.individual)
     def _params(self):

@@ -1,0 +1,187 @@
+"""Progress lines for long operations (issue 22): one line on the "mechkit" logger when a large FFT composition,
+individual accounting, a sweep or a calibration is still running after ``progress.DELAY`` seconds; none for fast
+work, none inside another operation's line or in an executor's tasks, and none with ``progress=False``,
+``mechkit.progress.enabled(False)`` or the logger at WARNING.  Slow work is simulated: a tiny DELAY and a sleep in
+the operation's inner step."""
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import mechkit as mk
+from mechkit import ParameterError, progress
+from mechkit.accountants import fft
+from mechkit.individual import conversions, pld
+
+SLEEP = 0.08
+
+
+@pytest.fixture
+def lines(monkeypatch, caplog):
+    """The working lines the "mechkit" logger emits (caplog's handler on it: the logger does not propagate); the
+    tiny DELAY lets loading an accountant's compiled code print its own line too, which is left out here."""
+    monkeypatch.setattr(progress, "DELAY", 0.01)
+    progress.LOGGER.addHandler(caplog.handler)
+    try:
+        yield lambda: [r.getMessage() for r in caplog.records
+                       if r.name == "mechkit" and "first use only" not in r.getMessage()]
+    finally:
+        progress.LOGGER.removeHandler(caplog.handler)
+
+
+def slowed(monkeypatch, module, name):
+    """Make ``module.name`` sleep before it runs: the operation around it outlasts DELAY."""
+    original = getattr(module, name)
+
+    def slow(*args, **kwargs):
+        time.sleep(SLEEP)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, slow)
+
+
+def test_a_working_line_names_the_work_and_how_to_silence_it_and_fast_work_prints_none(lines):
+    with progress.working("quick"):
+        pass
+    with progress.working("gated off", when=False):
+        time.sleep(SLEEP)
+    with progress.working("slow"):
+        with progress.working("inner"):   # nested: the outer line covers it
+            time.sleep(SLEEP)
+    assert lines() == ["slow ... (silence: progress=False, or the 'mechkit' logger at level WARNING)"]
+    progress.enabled(False)               # as a call: from then on
+    try:
+        with progress.working("switched off"):
+            time.sleep(SLEEP)
+    finally:
+        progress.enabled(True)
+    old = progress.LOGGER.level
+    progress.LOGGER.setLevel(logging.WARNING)
+    try:
+        with progress.working("logger at WARNING"):
+            time.sleep(SLEEP)
+    finally:
+        progress.LOGGER.setLevel(old)
+    assert len(lines()) == 1
+
+
+def test_large_fft_grid_announces_one_line(lines, monkeypatch):
+    run = mk.compose((mk.gaussian(sigma=1.0), 4))
+    slowed(monkeypatch, fft, "compose_direction")
+    run.epsilon(1e-5, method="fft", eps_error=0.011)   # a small grid: below PROGRESS_POINTS, no timer
+    assert lines() == []
+    monkeypatch.setattr(fft, "PROGRESS_POINTS", 1)      # every grid counts as large
+    est = run.epsilon(1e-5, method="fft", eps_error=0.012)
+    (line,) = lines()
+    assert line.startswith(f"composing 4 runs of 1 mechanism(s) on an FFT grid of {est.details['grid_points']} "
+                           "points ... (silence: mechkit.progress.enabled(False), or the 'mechkit' logger")
+    with progress.enabled(False):                       # as a context manager: only inside
+        run.epsilon(1e-5, method="fft", eps_error=0.013)
+    assert progress.is_enabled() and len(lines()) == 1
+
+
+@pytest.fixture(scope="module")
+def accountant():
+    acc = mk.IndividualPLDAccountant(5, 0.05, 0.9, 1.0, max_steps=4, sigma_ratio=1.5, max_sigma_factor=4.0,
+                                     eps_error=0.05)
+    for k in range(4):
+        acc.step(np.linspace(0.2, 1.2, 5) * (1 + k / 10))
+    return acc
+
+
+def test_individual_accounting_announces_one_line_unless_progress_false(lines, monkeypatch, accountant):
+    slowed(monkeypatch, pld, "evaluate_blocks")
+    serial = accountant.epsilon(1e-5)
+    assert lines() == ["individual PLD accounting: epsilon at delta=1e-05 of 5 examples after 4 steps ... (silence: "
+                       "progress=False, or the 'mechkit' logger at level WARNING)"]
+    quiet = accountant.epsilon(1e-5, progress=False)
+    accountant.delta(1.0, progress=False)
+    accountant.fitted_mu(progress=False)
+    assert len(lines()) == 1 and np.array_equal(quiet, serial) and np.array_equal(quiet.upper, serial.upper)
+    accountant.fitted_mu()
+    assert lines()[-1].startswith("individual PLD accounting: the fitted mu of 5 examples")
+
+
+def test_filters_announce_many_examples_only(lines, monkeypatch):
+    filt = mk.GDPFilter(50, budget_mu=1.0)
+    filt.step(np.full(50, 0.1))
+    slowed(monkeypatch, conversions, "unique_apply")
+    slowed(monkeypatch, conversions, "positive_apply")
+    filt.epsilon(1e-5)
+    assert lines() == []                                # 50 examples: below PROGRESS_EXAMPLES, no timer
+    monkeypatch.setattr(conversions, "PROGRESS_EXAMPLES", 10)
+    filt.epsilon(1e-5)
+    filt.delta(1.0)
+    filt.delta(1.0, progress=False)
+    assert [s.split(" ...")[0] for s in lines()] == ["GDPFilter.epsilon of 50 examples",
+                                                      "GDPFilter.delta of 50 examples"]
+
+
+def slow_gaussian(sigma):
+    time.sleep(SLEEP)
+    return mk.gaussian(sigma=sigma)
+
+
+def test_a_sweep_announces_one_line_not_its_compositions(lines, monkeypatch):
+    monkeypatch.setattr(fft, "PROGRESS_POINTS", 1)
+    slowed(monkeypatch, fft, "compose_direction")
+    mk.sweep(mk.gaussian, {"sigma": [1.0]}, delta=1e-5, method="fft")
+    assert [s.split(" ...")[0] for s in lines()] == ["sweep of 1 points (epsilon by method 'fft')"]
+    mk.sweep(mk.gaussian, {"sigma": [2.0]}, delta=1e-5, method="fft", progress=False)
+    assert len(lines()) == 1
+
+
+def test_a_calibration_announces_one_line(lines):
+    first = []
+
+    def make(s):
+        if not first:
+            first.append(s)
+            time.sleep(SLEEP)
+        return mk.compose((mk.gaussian(sigma=s), 2))
+
+    cal = mk.calibrate(make, epsilon=2.0, delta=1e-5, bounds=(0.5, 8.0), method="fft", tolerance=0.2)
+    assert lines() == ["calibration: the parameter in [0.5, 8] with epsilon(1e-05) <= 2 ... (silence: "
+                       "progress=False, or the 'mechkit' logger at level WARNING)"]
+    first.clear()
+    again = mk.calibrate(make, epsilon=2.0, delta=1e-5, bounds=(0.5, 8.0), method="fft", tolerance=0.2,
+                         progress=False)
+    assert len(lines()) == 1 and again.value == cal.value > 0
+
+
+def slow_line(what):
+    with progress.working(what):
+        time.sleep(SLEEP)
+    return threading.current_thread().name
+
+
+def test_tasks_on_an_executor_print_nothing_and_answer_in_order(lines):
+    calls = [((f"task {i}",), {}) for i in range(3)]
+    with ThreadPoolExecutor(max_workers=2) as ex:
+        names = progress.run_in_order(ex, slow_line, calls)
+    assert lines() == [] and len(names) == 3
+    progress.run_in_order(None, slow_line, calls[:1])
+    assert lines() == ["task 0 ... (silence: progress=False, or the 'mechkit' logger at level WARNING)"]
+
+
+def test_bad_executor_or_progress_is_refused_before_any_work(accountant):
+    fresh = mk.IndividualPLDAccountant(3, 0.05, 0.9, 1.0, sigma_ratio=1.5, max_sigma_factor=4.0)
+    fresh.step(np.ones(3))
+    filt = mk.GDPFilter(3, budget_mu=1.0)
+    for call in (lambda ex: fresh.epsilon(1e-5, executor=ex), lambda ex: fresh.delta(1.0, executor=ex),
+                 lambda ex: fresh.fitted_mu(executor=ex), lambda ex: filt.epsilon(1e-5, executor=ex),
+                 lambda ex: filt.delta(1.0, executor=ex)):
+        with pytest.raises(ParameterError, match="executor must be a concurrent.futures.Executor"):
+            call("pool")
+    for call in (lambda p: fresh.epsilon(1e-5, progress=p), lambda p: fresh.step(np.ones(3), progress=p),
+                 lambda p: filt.delta(1.0, progress=p),
+                 lambda p: mk.sweep(lambda s: mk.gaussian(sigma=s), {"s": [1.0]}, delta=1e-5, progress=p)):
+        with pytest.raises(ParameterError, match="progress must be True or False, got 'no'"):
+            call("no")
+    assert fresh._plan is None and fresh.steps == 1     # no grid planned, no step taken
+    with pytest.raises(ParameterError, match="on must be True or False"):
+        progress.enabled(1)
+    assert progress.is_enabled()
