@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+import mpmath as mp
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -240,3 +241,38 @@ def test_random_truncated_laplace_one_shot_against_mpmath(families, A_, b_, eps)
     for direction, (f, g) in (("remove", (p, q)), ("add", (q, p))):
         want = float(ref.hockey_stick(f, g, eps, cuts))
         assert m.delta(eps, direction=direction) == pytest.approx(want, rel=1e-9, abs=1e-14), direction
+
+
+_w, _m1, _m2, _c = sp.symbols("w m1 m2 c", positive=True)
+
+
+@pytest.fixture(scope="module")
+def mixture_family():
+    """A two-component Laplace mixture against a Laplace centred at 0: w Lap(m1) + (1 - w) Lap(m2 + m1) vs Lap(0),
+    kinks at 0, m1 and m1 + m2 (a user-written mixture, not the catalog's)."""
+    lap = lambda c: sp.exp(-sp.Abs(x - c)) / 2  # noqa: E731
+    return mk.Mechanism.from_densities(_w * lap(_m1) + (1 - _w) * lap(_m1 + _m2), lap(0), x, name="random_mixture")
+
+
+@settings(max_examples=8)
+@given(w=st.floats(0.05, 0.95), m1=st.floats(0.05, 1.5), m2=st.floats(0.05, 1.5), k=st.integers(2, 6),
+       eps=st.floats(0.0, 3.0))
+def test_random_mixtures_fft_and_spa_hold_the_reference_and_intersect(mixture_family, w, m1, m2, k, eps):
+    """The FFT's and the SPA's certified intervals of the k-fold delta(eps) contain a certified lattice bracket of
+    the composed loss (both directions), and intersect each other; one-shot, mechkit equals mpmath."""
+    m = mixture_family(w=w, m1=m1, m2=m2)
+    run = mk.compose((m, k))
+    p = lambda t: w * mp.exp(-abs(t - m1)) / 2 + (1 - w) * mp.exp(-abs(t - m1 - m2)) / 2  # noqa: E731
+    q = lambda t: mp.exp(-abs(t)) / 2  # noqa: E731
+    pn = lambda t: w * np.exp(-np.abs(t - m1)) / 2 + (1 - w) * np.exp(-np.abs(t - m1 - m2)) / 2  # noqa: E731
+    qn = lambda t: np.exp(-np.abs(t)) / 2  # noqa: E731
+    cuts = [0.0, m1, m1 + m2]
+    one = max(float(ref.hockey_stick(f, g, eps, cuts)) for f, g in ((p, q), (q, p)))
+    assert m.delta(eps) == pytest.approx(one, rel=1e-9, abs=1e-15)
+    refs = [ref.composed_delta(*ref.loss_bracket(f, g, fn, gn, cuts, M=800, cells=1500), k, eps)
+            for f, g, fn, gn in ((p, q, pn, qn), (q, p, qn, pn))]
+    r_lo, r_hi = max(r[0] for r in refs), max(r[1] for r in refs)
+    fft, spa = run.delta(eps, method="fft"), run.delta(eps, method="spa")
+    for got in (fft, spa):
+        assert got.lower <= r_hi * (1 + 1e-9) + 1e-14 and r_lo <= got.upper * (1 + 1e-9) + 1e-14, (got, r_lo, r_hi)
+    assert max(fft.lower, spa.lower) <= min(fft.upper, spa.upper) * (1 + 1e-9) + 1e-14, (fft, spa)
