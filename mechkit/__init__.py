@@ -42,6 +42,7 @@ _LAZY = {
     "sweep": ("sweeps", "sweep"), "SweepResult": ("sweeps", "SweepResult"),
     "tabulated": ("laws.tabulated", "tabulated"), "tabulated_losses": ("laws.tabulated", "tabulated_losses"),
     "TabulatedMechanism": ("laws.tabulated", "TabulatedMechanism"),
+    "BoundedRange": ("selection", "BoundedRange"), "selection": ("selection", None),
 }
 
 #: the catalog's mechanisms (the modules of the ``mechanisms/`` folder); each is also ``mk.<name>(...)``

@@ -80,6 +80,19 @@ class _Reversed:
         return f"{self.mechanism.name}, reversed"
 
 
+PAIR_LOWER_NOTE = ("the lower bound is 0: a selection mechanism's pair dominates its class and is tight for one run "
+                   "at most, so what an accountant certifies below is the pairs' composition, not the mechanisms' "
+                   "(mk.BoundedRange() brackets compositions of exponential mechanisms)")
+
+
+def _lower_unknown(est):
+    """``est`` with lower bound 0 (always valid) and a note saying why (``PAIR_LOWER_NOTE``)."""
+    details = {**est.details, "lower": PAIR_LOWER_NOTE}
+    if isinstance(est, EstimateArray):
+        return EstimateArray(np.asarray(est), np.zeros(np.shape(est)), est.upper, est.method, est.certified, details)
+    return Estimate(float(est), 0.0, est.upper, est.method, est.certified, details)
+
+
 ONE_SIDED_NOTE = ("a one-sided pair (sampling without replacement under replace-one) dominates only for e^eps >= 1: "
                   "the estimate and upper bound compose both of its orientations in every run (valid however the "
                   "worst datasets change from run to run; Lebeda et al. 2024), the lower bound one orientation in "
@@ -321,6 +334,8 @@ class Composition:
         upper bound of both orientations composed in every run, and the lower bound of one orientation in every
         run, a composition that a mechanism attains (each bound certified as the accountant certifies it)."""
         est = fn(self._acc, arg, **options)
+        if self._lower_of_pairs_only() and not getattr(getattr(fn, "__self__", None), "bounds_mechanisms", False):
+            est = _lower_unknown(est)
         if not self.one_sided:
             return est
         low = fn(self._items, arg, **options)
@@ -331,6 +346,13 @@ class Composition:
                                  details)
         return Estimate(float(est), min(low.lower, est.lower), est.upper, est.method,
                         est.certified and low.certified, details)
+
+    def _lower_of_pairs_only(self):
+        """True where an accountant's lower bound bounds the pairs' composition, not the mechanisms': a pair that
+        dominates a class of mechanisms (``Mechanism.pair_tightness``: "one run", tight alone; "never") composed."""
+        tight = [getattr(m, "pair_tightness", None) for m, _ in self._acc]
+        alone = len(self._acc) == 1 and self._acc[0][1] == 1
+        return "never" in tight or ("one run" in tight and not alone)
 
     def facts(self) -> dict:
         """What a saved curve keeps of the composition (``SavedComposition`` takes it back): its description, the
