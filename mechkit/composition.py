@@ -366,7 +366,7 @@ class Composition:
         top = self._largest()
         return {"description": repr(self), "top": [hx(float(v)) for v in top[:3]] + [top[3]],
                 "inf_mass": {d: hx(self.inf_mass(d)) for d in relations.DIRECTIONS},
-                "n_items": len(self._items), "n_acc": len(self._acc)}
+                "n_items": len(self._items), "n_acc": len(self._acc), "pairs_only": self._lower_of_pairs_only()}
 
     def curve(self, eps_error: float = 0.01, delta_error: float = 1e-10,
               memory_limit: float = 1 << 30) -> object:
@@ -447,14 +447,15 @@ class SavedComposition(Composition):
     facts : the dict ``Composition.facts()`` returns.
     """
 
-    __slots__ = ("_description", "_inf")
+    __slots__ = ("_description", "_inf", "_pairs_only")
 
     def __init__(self, facts: dict) -> None:
         fh = float.fromhex
         for name, value in (("_items", (None,) * int(facts["n_items"])), ("_acc", (None,) * int(facts["n_acc"])),
                             ("_top", tuple(fh(v) for v in facts["top"][:3]) + (facts["top"][3],)),
                             ("_description", str(facts["description"])),
-                            ("_inf", {d: fh(facts["inf_mass"][d]) for d in relations.DIRECTIONS})):
+                            ("_inf", {d: fh(facts["inf_mass"][d]) for d in relations.DIRECTIONS}),
+                            ("_pairs_only", bool(facts.get("pairs_only", False)))):
             object.__setattr__(self, name, value)
 
     def inf_mass(self, direction: str) -> float:
@@ -465,6 +466,9 @@ class SavedComposition(Composition):
         direction : 'remove' or 'add'.
         """
         return self._inf[relations.check_direction(direction)]
+
+    def _lower_of_pairs_only(self):
+        return self._pairs_only
 
     def __repr__(self):
         return self._description

@@ -351,3 +351,13 @@ def test_a_composed_pair_reports_no_lower_bound_for_the_mechanisms():
     mixed = mk.compose((e, 1), mk.gaussian(sigma=2.0)).delta([0.5, 1.0], method="fft")
     assert list(mixed.lower) == [0.0, 0.0]
     assert mk.compose((mk.permute_and_flip(1.0), 1)).epsilon(1e-6).lower == 0.0
+
+
+def test_a_saved_curve_keeps_the_missing_lower_bound(tmp_path):
+    path = tmp_path / "em.npz"
+    mk.compose((mk.exponential_mechanism(1.0), 10)).curve(eps_error=0.05, delta_error=1e-8).save(path)
+    back = mk.load_curve(path).epsilon(1e-5)
+    assert back.lower == 0.0 and "lower" in back.details
+    path2 = tmp_path / "g.npz"
+    mk.compose((mk.gaussian(sigma=2.0), 10)).curve(eps_error=0.05, delta_error=1e-8).save(path2)
+    assert mk.load_curve(path2).epsilon(1e-5).lower > 0
