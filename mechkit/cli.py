@@ -63,9 +63,11 @@ def build(name, params, scheme=None, relation=None):
     if name not in mk.CATALOG:
         raise MechkitError(f"unknown mechanism {name!r}; choose from {', '.join(mk.CATALOG)} (or subsampled-NAME)")
     fam = mk.catalog(name).family
+    if q is not None:  # the unsampled mechanism is never bound (transforms.subsampled)
+        from mechkit.transforms import subsampled
+
+        return subsampled(fam, q, scheme or "poisson", relation or "add_remove", **params)
     m = fam(**params) if params or not fam.parameters else fam()
-    if q is not None:
-        return mk.subsample(m, q, scheme=scheme or "poisson", relation=relation or "add_remove")
     if relation is None or relation == m.relation:
         return m
     if relation == "replace_one":

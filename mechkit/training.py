@@ -22,7 +22,7 @@ from . import relations
 from .composition import Composition, compose
 from .errors import ParameterError, check_real
 from .laws.catalog import catalog
-from .transforms import replace_one, subsample
+from .transforms import replace_one, subsampled
 
 
 def _count(name, value, low=1):
@@ -110,9 +110,10 @@ def dpsgd(noise_multiplier: float, sampling_rate: float | None = None, steps: in
     if sampling == relations.WITHOUT_REPLACEMENT and relation != relations.REPLACE_ONE:
         raise ParameterError("sampling without replacement is accounted under relation='replace_one' (fixed-size "
                              "batches need neighbours of the same size); for add/remove use sampling='poisson'")
-    base = catalog("gaussian").family(sigma=sigma, sensitivity=1.0)
+    gaussian = catalog("gaussian").family
     if rate == 1.0:  # every example in every batch: the Gaussian mechanism itself, whatever the sampling
+        base = gaussian(sigma=sigma, sensitivity=1.0)
         step = base if relation == relations.ADD_REMOVE else replace_one(base)
-    else:
-        step = subsample(base, rate, scheme=sampling, relation=relation)
+    else:  # the unsampled Gaussian is never bound (its kernels need no compile)
+        step = subsampled(gaussian, rate, sampling, relation, sigma=sigma, sensitivity=1.0)
     return compose((step, total))

@@ -155,3 +155,18 @@ def test_a_declared_relation_is_checked_and_kept():
     w = mk.subsample(m, 0.25, scheme="without_replacement", relation="replace_one")
     ref = mk.subsample(mk.gaussian(1.0), 0.25, scheme="without_replacement", relation="replace_one")
     assert abs(w.delta(0.5) - ref.delta(0.5)) < 1e-10
+
+
+def test_subsampled_binds_only_the_subsampled_pair():
+    """transforms.subsampled(family, q, **params) is subsample(family(**params), q): the same family, parameters and
+    answers, without binding the unsampled pair (the command line's subsampled-NAME and mk.dpsgd use it)."""
+    from mechkit.transforms import subsampled
+
+    fam = mk.catalog("laplace").family
+    a = subsampled(fam, 0.1, scheme="poisson", relation="add_remove", scale=2.0)
+    b = mk.subsample(fam(scale=2.0), 0.1)
+    assert a.family is b.family and a.params == b.params and a.delta(0.5) == b.delta(0.5)
+    with pytest.raises(mk.ParameterError, match="q"):
+        subsampled(fam, 1.5, scale=2.0)
+    with pytest.raises(mk.ParameterError, match="scale"):
+        subsampled(fam, 0.1, scale=-1.0)
