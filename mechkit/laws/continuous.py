@@ -36,6 +36,16 @@ class _Piece:
     __slots__ = ("a", "b", "key", "v", "flat", "inc", "La", "Lb", "inv", "logmass", "beyond")
 
 
+def _atom_piece(a, b, wp, wq, v):
+    """A flat pseudo-piece [a, b] carrying P- and Q-masses wp, wq >= 0 (an output's point mass, a floor's step): one
+    atom of L; ``v`` marks it ("dirac") and may give its loss ("L")."""
+    pc = _Piece()
+    pc.a, pc.b, pc.key, pc.v, pc.flat, pc.inv, pc.beyond = a, b, None, v, True, None, {}
+    with np.errstate(divide="ignore"):
+        pc.logmass = [float(np.log(wp)), float(np.log(wq))]
+    return pc
+
+
 #: relative offsets of the probe points around a piece's sample point (``_probe_points``), built once
 _PROBE_OFFSETS = np.geomspace(1e-3, 1e3, 13)
 
@@ -218,14 +228,8 @@ class ContinuousCore(Law):
             if not (wp >= 0 and wq >= 0):
                 raise SpecificationError(f"the weight of the point mass at x = {x:g} is negative or not a number "
                                          f"(p: {wp:.6g}, q: {wq:.6g})")
-            with np.errstate(divide="ignore"):
-                logs = [float(np.log(wp)), float(np.log(wq))]
-            if logs[0] == logs[1] == NEG_INF:
-                continue
-            pc = _Piece()
-            pc.a = pc.b = x
-            pc.key, pc.v, pc.flat, pc.inv, pc.beyond, pc.logmass = None, {"dirac": True}, True, None, {}, logs
-            out.append(pc)
+            if max(wp, wq) > 0:
+                out.append(_atom_piece(x, x, wp, wq, {"dirac": True}))
         return out
 
     def _floor_steps(self, a, b, v):
@@ -254,12 +258,8 @@ class ContinuousCore(Law):
             if min(m) < -1e-12 * max(max(m), 1e-300) or any(math.isnan(w) for w in m):
                 raise SpecificationError(f"a density's mass on the step [{lo:g}, {hi:g}] is negative or undefined")
             if max(m) > 0:
-                pc = _Piece()
-                pc.a, pc.b, pc.key, pc.flat, pc.inv, pc.beyond = lo, hi, None, True, None, {}
-                with np.errstate(divide="ignore"):
-                    pc.logmass = [float(np.log(max(w, 0.0))) for w in m]
-                pc.v = {"dirac": True, "L": float(kL(0.0, theta))}
-                out.append(pc)
+                step = {"dirac": True, "L": float(kL(0.0, theta))}
+                out.append(_atom_piece(lo, hi, max(m[0], 0.0), max(m[1], 0.0), step))
                 seen = True
             if y == end or (seen and max(m) < STEP_FLOOR):
                 return out

@@ -172,30 +172,11 @@ class Law:
             out.append((pc, lp, lq, L, xs, w, gs))
         return out
 
-    def cgf_finite(self, tau, order=0):
-        """log E_P[e^(tau L); L finite] (order 0) or its derivative, the tilted mean of the finite part (order 1):
-        ``combine_cgf`` over the monotone pieces and the finite atoms only, for a law with point masses at +-inf;
-        +inf where a piece's tilted mass diverges, -inf (order 0) or nan (order 1) where there is no finite mass."""
-        cache = self._tilted_pieces(tau)
-        if cache is None:
-            return math.inf
-        parts = []
-        for pc, lp, lq, L, xs, w, gs in cache:
-            res, _ = N.gk_integrate(0, lp, lq, L, pc.a, pc.b, xs, w, tau, gs, 0.0, 1, self.theta, QUAD_RTOL, 8)
-            if res[0] > 0:
-                parts.append((gs, res[0], res[1]))
-        at = self.atoms
-        fin = np.isfinite(at.values) & ((at.logQ if tau == -1 else at.logP) > NEG_INF)
-        if not parts and not fin.any():
-            return NEG_INF if order == 0 else math.nan
-        finite = AtomSet(at.values[fin], at.logP[fin], at.logQ[fin])
-        return combine_cgf(parts, finite, tau, order, lambda mu, nm: [])
-
     def finite_part(self):
         """This law without its point masses at +-inf: a view sharing the pieces, kernels and finite atoms, whose
         measures are the restrictions of P and Q to the outputs where both densities are positive (total masses
-        below 1), so that its CGF is ``cgf_finite`` + the log of that mass.  For the accountants' generating-function
-        queries (the SPA, Edgeworth); the law itself where it has no such masses.  Made once."""
+        below 1): its CGF is log E_P[e^(tau L); L finite] (``PLRV.cgf_finite``).  For the generating-function queries
+        (``cgf_finite``, the SPA, Edgeworth); the law itself where it has no such masses.  Made once."""
         got = self.__dict__.get("_finite")
         if got is None:
             at = self.atoms

@@ -270,7 +270,7 @@ class PLRV:
 
         Returns
         -------
-        The value; +inf where it diverges, -inf (order 0) or nan (order 1) where the finite part has no mass.
+        The value (``finite_part().cgf``); +inf where it diverges.
 
         Raises
         ------
@@ -279,10 +279,7 @@ class PLRV:
         t = float(check_finite_real("t", t))
         if order not in (0, 1):
             raise ParameterError(f"order must be 0 or 1, got {order!r}")
-        if self.inf_mass == 0.0:
-            return self.cgf(t, order)
-        val = float(self._core.cgf_finite(self._a * t + self._b, order))
-        return val if order == 0 else self._a * val
+        return (self if self.inf_mass == 0.0 else self.finite_part()).cgf(t, order)
 
     def cgf(self, t: float | ArrayLike, order: int = 0) -> float | np.ndarray:
         """d^order/dt^order log E[exp(t Z)]; +inf where the MGF diverges.

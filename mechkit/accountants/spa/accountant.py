@@ -67,16 +67,16 @@ def _with_inf_masses(dirs, rows):
     """The max over the directions of delta = (composed mass at +inf) + (the finite part's delta), from each
     direction's own answer for its finite part (``rows``, in the order of ``dirs``)."""
     masses = [dirn.inf_mass for dirn in dirs]
-    val, lo, up = (np.max([m + np.asarray(getattr(r, w), float) for m, r in zip(masses, rows)], axis=0)
-                   for w in ("value", "lower", "upper"))
-    lead = np.argmax([m + np.asarray(r.value, float) for m, r in zip(masses, rows)], axis=0)
-    val, moved = clamp_into(np.minimum(val, 1.0), lo, np.minimum(up, 1.0))
+    vals, lows, ups = (np.array([m + np.asarray(getattr(r, w), float) for m, r in zip(masses, rows)])
+                       for w in ("value", "lower", "upper"))
+    lo, up, lead = lows.max(axis=0), np.minimum(ups.max(axis=0), 1.0), np.argmax(vals, axis=0)
+    val, moved = clamp_into(np.minimum(vals.max(axis=0), 1.0), lo, up)
     details = dict(rows[0].details)
     details["saddle_points"] = [[r.details["saddle_points"][i][0] for r in rows] for i in range(len(val))]
     details["reliable"] = [bool(rows[j].details["reliable"][i]) and not m for i, (j, m) in enumerate(zip(lead, moved))]
     details["clamped"] = moved.tolist()
     details["inf_mass"] = {dirn.direction: m for dirn, m in zip(dirs, masses)}
-    return EstimateArray(val, lo, np.minimum(up, 1.0), "spa", True, details)
+    return EstimateArray(val, lo, up, "spa", True, details)
 
 
 def _delta(dirs, eps, order, variant):
