@@ -288,7 +288,8 @@ def same_function(a, b, var, symbols):
     return True
 
 
-UNSUPPORTED_CONTINUOUS = (sp.floor, sp.ceiling)
+#: the step functions of a continuous density: cut into steps at bind time (``derive._floor_variant``), not compiled
+STEP_FUNCTIONS = (sp.floor, sp.ceiling)
 #: the functions a continuous density may call: Numba compiles them (math module), or mechkit rewrites them first
 COMPILED_FUNCTIONS = {sp.exp, sp.log, sp.Abs, sp.sign, sp.erf, sp.erfc, sp.gamma, sp.loggamma, sp.sin, sp.cos, sp.tan,
                       sp.atan, sp.asin, sp.acos, sp.sinh, sp.cosh, sp.tanh, sp.asinh, sp.acosh, sp.atanh,

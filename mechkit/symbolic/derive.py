@@ -30,7 +30,7 @@ import sympy as sp
 from ..errors import SpecificationError
 from . import algebra as sy
 from . import pieces
-from .spec import point_masses
+from .spec import linear_coefficients, point_masses
 
 MAX_ORDER = 6
 #: a closed-form CGF derivative longer than this (characters of its printed form) is not used: Numba's compile
@@ -142,7 +142,7 @@ def _derive_continuous(spec):
     var = spec.var
     p, q = pieces.as_piecewise(spec.p), pieces.as_piecewise(spec.q)
     funcs = {type(f) for f in (p.atoms(sp.Function) | q.atoms(sp.Function))}
-    other = sorted(f.__name__ for f in funcs if f not in sy.COMPILED_FUNCTIONS and f not in sy.UNSUPPORTED_CONTINUOUS)
+    other = sorted(f.__name__ for f in funcs if f not in sy.COMPILED_FUNCTIONS and f not in sy.STEP_FUNCTIONS)
     if other:
         raise SpecificationError(
             f"{', '.join(other)} cannot be evaluated by the compiled kernels of a continuous density (they take exp, "
@@ -316,8 +316,7 @@ def _floor_variant(d, pre, pv, qv, var, slots):
     subs = {}
     for f in pv.atoms(sp.floor) | qv.atoms(sp.floor):
         u = f.args[0]
-        poly = sp.Poly(u, var) if u.is_polynomial(var) else None
-        if poly is None or poly.degree() != 1 or any(c.has(var) for c in poly.all_coeffs()):
+        if linear_coefficients(u, var) is None:
             raise SpecificationError(f"{f}: floor and ceiling are supported on linear functions of {var} only")
         j = next((i for i, w in enumerate(slots) if sp.simplify(w - u) == 0), None)
         if j is None:

@@ -102,10 +102,10 @@ def point_masses(expr, var):
         if not isinstance(delta, sp.DiracDelta) or len(delta.args) != 1:
             raise SpecificationError(f"{term} is not a point mass: write w*DiracDelta(x - c) (no products or "
                                      "derivatives of DiracDelta)")
-        poly = sp.Poly(delta.args[0], var) if delta.args[0].is_polynomial(var) else None
-        if poly is None or poly.degree() != 1 or any(c.has(var) for c in poly.all_coeffs()):
+        ab = linear_coefficients(delta.args[0], var)
+        if ab is None:
             raise SpecificationError(f"the point mass {term} must sit where a linear function of {var} vanishes")
-        a, b = poly.all_coeffs()
+        a, b = ab
         loc = -b / a
         masses.append((loc, sp.simplify(coeff.subs(var, loc) / sp.Abs(a))))
     return sp.Add(smooth, *rest), tuple(masses)
@@ -122,3 +122,12 @@ def _distribute(e):
                 rest = e.args[:i] + e.args[i + 1:]
                 return sp.Add(*[_distribute(sp.Mul(*rest, t)) for t in f.args])
     return e
+
+
+def linear_coefficients(expr, var):
+    """(a, b) with expr = a var + b, a and b free of var and a nonzero; None where expr is not so (a point mass's or a
+    floor's argument must be)."""
+    poly = sp.Poly(expr, var) if expr.is_polynomial(var) else None
+    if poly is None or poly.degree() != 1 or any(c.has(var) for c in poly.all_coeffs()):
+        return None
+    return tuple(poly.all_coeffs())
