@@ -62,6 +62,11 @@ class Calibration:
                 f"{limit:g}; {self.evaluations} evaluations)")
 
 
+#: with method "auto", an epsilon target's certified evaluations go straight to the FFT where the saddle point's
+#: certified interval at the cheap search's last estimate is this many times wider than auto accepts (2 eps_error):
+#: within the search's few percent of the parameter it cannot narrow that much, and auto would run it for nothing
+SKIP_SPA = 5.0
+
 #: the FFT's eps_error for advantage and tpr targets (their certified bounds move by about this much)
 FINE_EPS_ERROR = 0.002
 
@@ -75,6 +80,7 @@ class _Target:
         given = [n for n, v in (("epsilon", epsilon), ("delta", delta), ("advantage", advantage), ("tpr", tpr),
                                 ("fpr", fpr)) if v is not None]
         self.method, self.options, self.query = method, options, None
+        self.spa_width = 0.0  # the saddle point's certified width at the latest cheap estimate (epsilon queries)
         if set(given) == {"epsilon", "delta"}:
             self.eps = check_real("epsilon", epsilon, low=0.0)
             self.dlt = check_real("delta", delta, low=0.0, high=1.0)
@@ -108,6 +114,13 @@ class _Target:
 
     def measure(self, run):
         if self.query == "epsilon":
+            if self.method == "auto" and self.spa_width > SKIP_SPA * 2.0 * self.anticipated_gap():
+                # auto would try the saddle point first and find it far too wide here: straight to the FFT
+                est = run.epsilon(self.dlt, method="fft", **self.options)
+                est.details["auto"] = (f"fft: the saddle point's certified interval near the crossing was "
+                                       f"{self.spa_width:.3g} wide (the calibration's estimates), above "
+                                       f"{SKIP_SPA:g} x 2 eps_error")
+                return est
             return run.epsilon(self.dlt, method=self.method, **self.options)
         if self.query == "delta":
             return run.delta(self.eps, method=self.method, **self.options)
@@ -142,10 +155,23 @@ class _Target:
         other.options = {**self.options, "eps_error": eps_error}
         return other
 
+    def anticipated_gap(self):
+        """How far above its estimate the certified upper bound is expected to lie, to aim the first certified probe:
+        the FFT's eps_error for an epsilon(delta) target (its interval is the estimate +- about eps_error), else 0
+        (the probes then learn it)."""
+        if self.query == "epsilon" and self.method in ("fft", "auto"):
+            from .accountants.fft import DEFAULT_EPS_ERROR
+            return float(self.options.get("eps_error", DEFAULT_EPS_ERROR))
+        return 0.0
+
     def cheap(self, run):
         if self.query is None:
             return None
-        return float(self.fallback(run))
+        est = self.fallback(run)
+        if self.query == "epsilon":
+            width = est.upper - est.lower
+            self.spa_width = width if math.isfinite(width) else math.inf
+        return float(est)
 
 
 def calibrate(make: Callable[[float], object], epsilon: float | None = None, delta: float | None = None,
@@ -242,9 +268,12 @@ def calibrate(make: Callable[[float], object], epsilon: float | None = None, del
         limit = tgt.limit
         bracket = None
         if method != "spa" and tgt.query is not None:
-            guess = _cheap_crossing(make, tgt.cheap, limit, lo, hi, integer, between)
-            if guess is not None:
-                bracket = _certified_bracket(upper, guess, limit, lo, hi, integer)
+            found = _cheap_crossing(make, tgt.cheap, limit - tgt.anticipated_gap(), lo, hi, integer)
+            if found is not None:
+                guess, slope, bad_above = found
+                guess = _toward(guess, lo if bad_above else hi, 0.5 * (1 if integer else tol), integer)
+                bracket = _certified_bracket(upper, min(max(guess, lo), hi), slope, limit, lo, hi, integer, tol,
+                                             bad_above)
         if bracket is None:
             bracket = _bounds_bracket(upper, limit, tgt.quantity, lo, hi)
 
@@ -252,10 +281,7 @@ def calibrate(make: Callable[[float], object], epsilon: float | None = None, del
             e = upper(x)
             return e.upper <= limit, e
 
-        if integer:  # a step count: bisection was as quick (7 evaluations against 8 on the benchmark's steps row)
-            good, e_good, bad, e_bad = _bisect(*bracket, probe, close, between)
-        else:
-            good, e_good, bad, e_bad = _narrow(*bracket, probe, close, between, limit, integer, tol)
+        good, e_good, bad, e_bad = _narrow(*bracket, probe, close, between, limit, integer, tol)
         return Calibration(good, e_good, bad, e_bad.upper, count[0], tgt.target, integer, tgt.quantity)
 
 
@@ -342,61 +368,134 @@ def _bounds_bracket(upper, limit, quantity, lo, hi):
     return (lo, e_lo, hi, e_hi) if ok_lo else (hi, e_hi, lo, e_lo)
 
 
-def _cheap_crossing(make, estimate, eps, lo, hi, integer, between):
-    """Where the saddle point's *estimate* of the targeted quantity crosses the target (milliseconds an evaluation;
-    ``estimate(run)``): a guess that the certified search starts from, None where the estimates cannot place one
-    (the search then starts from the bounds).  Nothing is certified from it."""
+#: the least answer the cheap search's log scale takes (an estimate of exactly 0 counts as this)
+TINY = 1e-300
+
+
+def _coordinate(x, positive):
+    """The search's coordinate of a parameter value: log scale where the parameter is positive (noise, steps and
+    rates span decades), the value itself otherwise."""
+    return math.log(x) if positive else float(x)
+
+
+def _from_coordinate(X, positive, integer):
+    x = math.exp(X) if positive else X
+    return int(round(x)) if integer else x
+
+
+def _response(u, positive):
+    """The answer in the search's scale: log where answers and target are positive (epsilon and delta are close to
+    power laws of the parameter there), the answer itself otherwise."""
+    return math.log(u) if positive else u
+
+
+def _cheap_crossing(make, estimate, eps, lo, hi, integer):
+    """Where the saddle point's *estimate* of the targeted quantity crosses ``eps`` (milliseconds an evaluation;
+    ``estimate(run)``), by the Illinois variant of regula falsi on log answers against log parameters: a guess that
+    the certified search starts from, with the estimate's slope there and whether the infeasible side lies above.
+    Returns (guess, slope, bad_above), or None where the estimates cannot place one (the search then starts from the
+    bounds).  Nothing is certified from it."""
+
+    memo = {}
 
     def cheap(x):
-        try:
-            with quiet():
-                v = estimate(make(int(x) if integer else float(x)))
-        except MechkitError:
-            return None
-        return v if v is not None and not math.isnan(v) else None
+        if x not in memo:  # integer parameters: rounding can propose a point twice
+            try:
+                with quiet():
+                    v = estimate(make(int(x) if integer else float(x)))
+            except MechkitError:
+                v = None
+            memo[x] = v if v is not None and not math.isnan(v) else None
+        return memo[x]
 
     c_lo, c_hi = cheap(lo), cheap(hi)
     if c_lo is None or c_hi is None or c_lo == c_hi or (c_lo <= eps) == (c_hi <= eps):
         return None
-    a, b = (lo, hi) if c_lo <= eps else (hi, lo)  # a: estimated feasible
-
-    def close(u, v):
-        return abs(u - v) <= 1 if integer else abs(u - v) <= 1e-4 * min(abs(u), abs(v))
-
-    def probe(x):
+    positive = lo > 0
+    logged = eps > 0 and min(c_lo, c_hi) >= 0 and math.isfinite(max(c_lo, c_hi))
+    f = (lambda v: _response(max(v, TINY), logged) - _response(eps, logged))  # an answer 0: log TINY
+    a, fa, b, fb = _coordinate(lo, positive), f(c_lo), _coordinate(hi, positive), f(c_hi)
+    if fa > 0:  # a: the end estimated feasible
+        a, fa, b, fb = b, fb, a, fa
+    side, last = 0, [(a, fa), (b, fb)]
+    for _ in range(60):
+        X = (a * fb - b * fa) / (fb - fa)
+        if not min(a, b) < X < max(a, b):
+            X = 0.5 * (a + b)
+        x = _from_coordinate(X, positive, integer)
+        if integer:
+            x = min(max(x, int(min(lo, hi))), int(max(lo, hi)))
+            X = _coordinate(x, positive)
         c = cheap(x)
-        return None if c is None else (c <= eps, None)
+        if c is None or (logged and c < 0):
+            return None
+        fx = f(c)
+        last = [last[-1], (X, fx)]
+        if (fx <= 0) == (fa <= 0):
+            a, fa = X, fx
+            fb, side = (fb / 2.0 if side == -1 else fb), -1
+        else:
+            b, fb = X, fx
+            fa, side = (fa / 2.0 if side == +1 else fa), +1
+        done = abs(b - a) <= (1e-4 if positive else 1e-4 * max(abs(a), abs(b)))
+        if integer:
+            done = abs(_from_coordinate(a, positive, True) - _from_coordinate(b, positive, True)) <= 1
+        if done or abs(fx) <= (1e-9 if logged else 1e-9 * abs(eps)):
+            break
+    # a: the estimated-feasible end (f <= 0); the slope of the response per unit coordinate, from the last two
+    # estimates (the nearest the crossing; the bracket's far end can be decades away)
+    (x1, f1), (x2, f2) = last
+    slope = (f2 - f1) / (x2 - x1) if x2 != x1 else 0.0
+    good = _from_coordinate(a, positive, integer)
+    return good, abs(slope) if slope else None, b > a
 
-    found = _bisect(a, None, b, None, probe, close, between, limit=60)
-    return None if found is None else found[0]
 
-
-def _certified_bracket(upper, guess, eps, lo, hi, integer):
-    """(feasible, its Estimate, infeasible, its Estimate) by certified answers, stepping out from ``guess`` (1% at
-    first, doubling) until the target is crossed; None where a bound is reached first (the caller then brackets
-    from the bounds, which also reports a target outside them)."""
-    e = upper(guess)
-    feasible = e.upper <= eps
-    # the side to search: towards the infeasible values from a feasible guess, and back from an infeasible one;
-    # which way that is comes from the certified answers at the guess and one step away
-    step = max(1, round(0.01 * abs(guess))) if integer else 0.01
-    for direction in (+1, -1):
-        x, ex, k = guess, e, step
-        while True:
-            y = (x + direction * k) if integer else x * (1.0 + k) ** direction
-            y = min(max(y, lo), hi)
-            if y == x:
-                break
-            ey = upper(y)
-            if (ey.upper <= eps) != feasible:
-                if feasible:
-                    return x, ex, y, ey
-                return y, ey, x, ex
-            if (ey.upper > ex.upper) == feasible and ey.upper != ex.upper:
-                x, ex = y, ey  # moving towards the crossing: keep going, farther each time
-                k *= 2
-            else:
-                break  # moving away from the crossing: try the other direction
+def _certified_bracket(upper, guess, slope, eps, lo, hi, integer, tol, bad_above):
+    """(feasible, its Estimate, infeasible, its Estimate) by certified answers, by Newton steps from ``guess`` on the
+    log-log scale of ``_cheap_crossing`` (``slope``: the saddle point estimate's, then the secant of the certified
+    answers), each probe placed half a tolerance on the feasible side of the predicted crossing, and after a
+    feasible probe one tolerance beyond it where the prediction is that close.  None where a bound is reached
+    first or the steps do not bracket the target (the caller then brackets from the bounds, which also reports a
+    target outside them)."""
+    positive, logged = lo > 0, eps > 0
+    tol_x = 1.0 if integer else tol
+    good = bad = None
+    seen = []
+    x = guess
+    for _ in range(8):
+        e = upper(x)
+        u = e.upper
+        if u <= eps:
+            good = (x, e)  # each probe is nearer the crossing than the last on its side
+        else:
+            bad = (x, e)
+        if good is not None and bad is not None:
+            return good[0], good[1], bad[0], bad[1]
+        if not math.isfinite(u) or (logged and u <= 0):
+            return None
+        X, R = _coordinate(x, positive), _response(u, logged)
+        s = slope
+        if seen and seen[-1][0] != X and seen[-1][1] != R:
+            secant = (R - seen[-1][1]) / (X - seen[-1][0])
+            s = abs(secant) if (secant > 0) == bad_above else slope
+        seen.append((X, R))
+        if not s:
+            return None
+        step = (_response(eps, logged) - R) / (s if bad_above else -s)  # Newton: to the predicted crossing
+        step = max(-math.log(2.0), min(math.log(2.0), step)) if positive else step
+        c = _from_coordinate(X + step, positive, integer)
+        toward_good = lo if bad_above else hi
+        toward_bad = hi if bad_above else lo
+        y = _toward(c, toward_good, 0.5 * tol_x, integer) if c != x else c
+        if u <= eps:
+            tight = _toward(x, toward_bad, 0.999 * tol_x if not integer else tol_x, integer)
+            y = max(y, tight) if bad_above else min(y, tight)
+        elif (y >= x) == bad_above:
+            y = _toward(x, toward_good, tol_x, integer)
+        y = min(max(y, lo), hi)
+        if y == x:
+            return None
+        x = y
     return None
 
 

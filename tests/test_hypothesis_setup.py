@@ -30,8 +30,6 @@ PINNED = {
         "about 0.7 s an example (two mpmath one-shot curves, two lattice brackets of the composed loss, FFT and SPA)",
     "tests/accountants/test_inf_mass.py::test_random_histograms_with_masses_at_infinity":
         "about 0.1 s an example (exact outcome sums and three accountants, delta and epsilon)",
-    "tests/test_training_and_calibration.py::test_calibrated_noise_is_safe_and_tight":
-        "about 0.2 s an example (a calibration is some 6 certified accountings and 20 saddle-point estimates)",
 }
 
 

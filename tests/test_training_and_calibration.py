@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from scipy import optimize, special
 
@@ -62,7 +62,6 @@ def _sigma_star(steps, eps, delta):
     return optimize.brentq(lambda s: gdp_epsilon(math.sqrt(steps) / s, delta) - eps, 0.05, 500.0, xtol=1e-12)
 
 
-@settings(max_examples=50)
 @given(steps=st.integers(1, 2000), eps=st.floats(0.3, 10.0), delta=st.sampled_from([1e-5, 1e-8]))
 def test_calibrated_noise_is_safe_and_tight(steps, eps, delta):
     cal = mk.calibrate(lambda s: mk.dpsgd(noise_multiplier=s, sampling_rate=1.0, steps=steps), epsilon=eps,
@@ -74,6 +73,24 @@ def test_calibrated_noise_is_safe_and_tight(steps, eps, delta):
     assert abs(cal.neighbour - cal.value) <= 1e-3 * min(cal.neighbour, cal.value) * (1 + 1e-12)
     # tight up to the certified interval's width (eps_error 0.01 each side)
     assert gdp_epsilon(math.sqrt(steps) / cal.value, delta) >= eps - 0.05
+
+
+@given(sigma=st.floats(2.0, 10.0), eps=st.floats(0.5, 6.0), delta=st.sampled_from([1e-5, 1e-9]),
+       query=st.sampled_from(["epsilon", "delta"]))
+def test_calibrated_steps_are_safe_and_tight(sigma, eps, delta, query):
+    """Steps (an integer parameter, Newton steps then bisection) for either query, against the exact mu-GDP curve
+    of full-batch steps: never more steps than the exact answer allows, the next step crosses the target by the
+    certified bound, and at most the certified width's worth fewer than the exact answer."""
+    exact = lambda t: gdp_epsilon(math.sqrt(t) / sigma, delta)  # noqa: E731
+    best = int(optimize.brentq(lambda t: exact(t) - eps, 1e-9, 1e9, xtol=1e-9))
+    best = best if exact(best + 1) > eps else best + 1
+    assume(best >= 2)
+    cal = mk.calibrate(lambda t: mk.dpsgd(noise_multiplier=sigma, sampling_rate=1.0, steps=t), epsilon=eps,
+                       delta=delta, bounds=(1, 10**7), integer=True, query=query)
+    assert cal.value <= best and exact(cal.value) <= eps * (1 + 1e-9)          # safe
+    assert cal.neighbour == cal.value + 1 and cal.neighbour_upper > cal.target[query == "delta"]  # tight
+    assert exact(cal.value + 1) >= eps - 0.05 or query == "delta"               # within the FFT's width
+    assert cal.evaluations <= 8
 
 
 def test_calibrated_steps_against_the_closed_form():

@@ -28,7 +28,7 @@ from ..symbolic import codegen
 from ..symbolic.derive import Spec, derive
 from ..symbolic.parse import NAME_RE
 from ..symbolic.spec import as_expr, extract_constants, parse_domain, parse_range
-from . import catalog
+from . import catalog, constants
 from . import screen as _screen
 from .continuous import ContinuousCore
 from .core import DensityUndefined
@@ -112,6 +112,7 @@ class Family(PortableFamily):
         self.var = var
         self.p, self.q = p, q
         self.constants = tuple(consts)
+        self._constant_fns = None  # the constants as mpmath functions of the parameters, made at the first bind
         self.parameters = tuple(params)
         self.constraints = {}
         for k, v in (constraints or {}).items():
@@ -278,8 +279,12 @@ class Family(PortableFamily):
         """The kernels' parameter vector: the parameter values, then the derived constants evaluated at them."""
         theta = [values[s.name] for s in self.parameters]
         subs = {s: values[s.name] for s in self.parameters}
-        for c, e in self.constants:
-            val = _eval_constant(e, subs)
+        if self._constant_fns is None:
+            self._constant_fns = [constants.constant_fn(e, self.parameters) for _, e in self.constants]
+        for (c, e), fn in zip(self.constants, self._constant_fns):
+            val = fn(*theta[:len(self.parameters)]) if fn is not None else math.nan
+            if not math.isfinite(val):  # a Sum, or no finite value: SymPy's evaluation decides (or says why not)
+                val = constants.eval_constant(e, subs)
             if not math.isfinite(val):
                 raise ParameterError(f"the constant {e} is not finite at {values}")
             theta.append(val)
@@ -559,40 +564,3 @@ def _working_range(family, values, name):
                f"{'>=' if small else '<='} about {abs(bound):.2g}"
     return f"{name} = {v:g} is too {'small' if small else 'large'}: {name} must be {'>=' if small else '<='} " \
            f"about {bound:.2g}"
-
-
-_WINDOW = 64
-
-
-def _eval_constant(expr, subs):
-    """Numeric value of a parameter-only expression at 30 digits; a Sum directly where its terms have decayed
-    within |j| <= 64, else by mpmath.nsum."""
-    import mpmath
-
-    e = expr.subs(subs)
-
-    def num_sum(s):
-        (j, a, b), = s.limits
-        f = sp.lambdify(j, s.function, "mpmath")
-        with mpmath.workdps(30):
-            lo = int(a) if a.is_finite else None
-            hi = int(b) if b.is_finite else None
-            # a summand that has decayed by 1e-40 at both ends of the window |j| <= 64: the direct sum
-            w_lo = -_WINDOW if lo is None else max(lo, -_WINDOW)
-            w_hi = _WINDOW if hi is None else min(hi, _WINDOW)
-            if w_lo + 1 < w_hi:
-                terms = [f(mpmath.mpf(i)) for i in range(w_lo, w_hi + 1)]
-                tot = mpmath.fsum(terms)
-                small = lambda t: abs(t[0]) + abs(t[1]) <= 1e-40 * abs(tot)
-                if tot and (lo == w_lo or small(terms[:2])) and (hi == w_hi or small(terms[-2:])):
-                    return sp.Float(tot, 30)
-            # otherwise Richardson + Shanks, and Euler-Maclaurin: extrapolation alone misjudges wide summands (the
-            # discrete Gaussian's normaliser at sigma >= 300 came out 1e-3 to 100% low); nsum keeps the best
-            lims = [a if a.is_finite else -mpmath.inf, b if b.is_finite else mpmath.inf]
-            return sp.Float(mpmath.nsum(f, lims, method="r+s+e"), 30)
-
-    e = e.replace(lambda z: isinstance(z, sp.Sum), num_sum)
-    try:
-        return float(sp.N(e, 30))
-    except TypeError:
-        raise ParameterError(f"cannot evaluate {expr} at {subs}") from None

@@ -13,7 +13,6 @@ from ..engine.logspace import log1mexp
 from ..errors import DerivationError, ParameterError, check_finite_real, real_array
 
 
-
 def check_eps_array(epsilon: float | ArrayLike) -> np.ndarray:
     """``epsilon`` as a 1-D float array of values in (-inf, inf]: the hockey-stick divergence is defined at every
     real epsilon (at a negative one it is at least 1 - e^epsilon).
@@ -108,21 +107,30 @@ class PLRV:
         """log P(Z <= v) directly."""
         return self._tails(v, True, False, np.inf)
 
-    def _median(self):
-        """A point m near the median: P(Z <= s) is at most about 1/2 below m and at least about 1/2 above.
+    def _first_above_half(self, pts, half, stride):
+        """The first k with log P(Z <= pts[k]) > half (len(pts) if none; pts increasing): every stride-th point,
+        then those between the last two (P(Z <= s) is monotone: the full scan's index, fewer evaluations)."""
+        start, end = 0, len(pts)
+        if stride > 1 and len(pts) > 2 * stride:
+            coarse = np.unique(np.append(np.arange(0, len(pts), stride), len(pts) - 1))
+            below = self._lower(pts[coarse]) <= half
+            if below.all():
+                return len(pts)
+            j = int(np.argmin(below))
+            start, end = (int(coarse[j - 1]) + 1 if j > 0 else 0), int(coarse[j])
+        below = self._lower(pts[start:end]) <= half
+        return start + int(np.argmin(below)) if not below.all() else end
 
-        Only accuracy depends on it, and only mildly (a probability near 1/2 is as accurate computed
-        directly as by complement), so two vectorised passes suffice: a geometric scan, then a linear one
-        between the bracketing points.
-        """
+    def _median(self):
+        """A point m near the median (P(Z <= s) about 1/2): only accuracy depends on it, and mildly, so two
+        vectorised passes suffice: a geometric scan (``_first_above_half``), then a linear one inside its bracket."""
         if self._med is None:
             half = -math.log(2.0)
             mags = np.geomspace(1e-12, 1e300, 157)
             pts = np.concatenate((-mags[::-1], [0.0], mags))
             lo, hi = -np.inf, np.inf
-            for _ in range(2):
-                below = self._lower(pts) <= half
-                k = int(np.argmin(below)) if not below.all() else len(pts)
+            for level in range(2):
+                k = self._first_above_half(pts, half, stride=16 if level == 0 else 1)
                 if k == len(pts):  # P(Z <= s) <= 1/2 everywhere scanned: mass at +inf above 1/2
                     lo = pts[-1]
                     break

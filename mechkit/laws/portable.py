@@ -64,7 +64,8 @@ class PortableFamily:
         if module is not None and getattr(module, "family", None) is self:
             return catalog_family, (self.name,)
         # the key is computed again where it is unpickled: it includes the code version, which may differ there
-        return copyreg.__newobj__, (type(self),), {**vars(self), "_loaded": None, "_key": None}
+        return copyreg.__newobj__, (type(self),), {**vars(self), "_loaded": None, "_key": None,
+                                                        "_constant_fns": None}
 
 
 class PortableMechanism:
