@@ -4,10 +4,14 @@ side and tight.
 ``mk.calibrate(make, epsilon=8, delta=1e-5, bounds=(0.3, 30))`` searches a parameter x for which ``make(x)`` (a
 ``Composition``, e.g. ``lambda s: mk.dpsgd(noise_multiplier=s, ...)``) has a certified upper epsilon(delta) of at
 most ``epsilon``.  The direction is found from the two bounds (noise: larger is more private; steps or rate:
-smaller is).  Bisection keeps a feasible end (certified upper bound within the target) and an infeasible one
+smaller is).  The search keeps a feasible value (certified upper bound within the target) and an infeasible one
 (upper bound above it) until they are ``tolerance`` apart (relative; 1 for integers), and returns the feasible
-end: its certified upper bound meets the target, and moving it by the tolerance towards the other end does not
-(by the method's certified bound).  Continuous positive parameters are bisected in log scale.
+one: its certified upper bound meets the target, and moving it by the tolerance towards the other does not (by
+the method's certified bound).  How: the saddle point's *estimate* (milliseconds) places a first guess where it
+crosses the target less the FFT's expected excess (``_cheap_crossing``, Illinois regula falsi on log answers
+against log parameters); certified answers then take Newton steps from it (``_certified_bracket``: the estimate's
+slope, then the secant of the certified answers), each probe half a tolerance on the safe side of the predicted
+crossing and, after a feasible one, one tolerance beyond it; regula falsi narrows what remains (``_narrow``).
 """
 from __future__ import annotations
 
@@ -308,7 +312,7 @@ def _narrow(good, at_good, bad, at_bad, probe, close, between, target, integer, 
     """Narrow a certified bracket (good meets the target, bad does not) until ``close(good, bad)``: regula falsi on
     the certified upper bounds, each interpolated crossing probed half a tolerance on the good side and, where that
     meets the target, one tolerance beyond it (usually the end: two evaluations); a bisection step where an
-    interpolation gives nothing new.  Returns (good, at good, bad, at bad) as ``_bisect``."""
+    interpolation gives nothing new.  Returns (good, its Estimate, bad, its Estimate) once ``close(good, bad)``."""
     def inside(x):
         return x is not None and min(good, bad) < x < max(good, bad)
 
@@ -331,26 +335,6 @@ def _narrow(good, at_good, bad, at_bad, probe, close, between, target, integer, 
                 good, at_good = y, e
             else:
                 bad, at_bad = y, e
-    return good, at_good, bad, at_bad
-
-
-def _bisect(good, at_good, bad, at_bad, probe, close, between, limit=None):
-    """Narrow a bracket (good: meets the target, bad: does not) until ``close(good, bad)`` or the midpoint repeats
-    an end, at most ``limit`` probes: ``probe(x)`` is (meets the target, what to keep at x), or None to give up
-    (``_bisect`` then returns None).  Returns (good, at good, bad, at bad)."""
-    n = 0
-    while not close(good, bad) and (limit is None or n < limit):
-        mid = between(good, bad)
-        if mid in (good, bad):
-            break
-        got = probe(mid)
-        if got is None:
-            return None
-        n += 1
-        if got[0]:
-            good, at_good = mid, got[1]
-        else:
-            bad, at_bad = mid, got[1]
     return good, at_good, bad, at_bad
 
 
