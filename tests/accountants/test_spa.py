@@ -341,6 +341,26 @@ def test_reliable_flag_at_a_fraction_of_a_sampled_step():
         assert ref.delta(float(e) * 1.05) <= 1e-4, float(e)
 
 
+def test_cancelling_correction_terms_are_not_reliable():
+    """Issue 23: the MSD1 correction factor near 1 from two large parts that cancel (here 0.27 and 1.41: factor 0.983)
+    is not the expansion in its regime.  sigma 1, q 0.01, k 1000, delta 1e-5: the estimate lies 1.6% below the
+    truth (the contour integral, both directions: the truth is in [1.825, 1.832], the estimate 1.7998), and is
+    flagged; the same at sigma 0.8, epsilon 2 (2.8% off in delta).  Where the parts are small (sigma 2, k 1000) the
+    estimate is within 1e-4 of the truth band and stays reliable."""
+    from tests.references import contour_mix as C
+    run = mk.compose((sg(1.0, 0.01), 1000))
+    e = run.epsilon(1e-5, method="spa")
+    ref = C.Composition((C.subsampled_gaussian(1.0, 0.01), 1000))
+    assert ref.epsilon_within(1e-5, 1.825, 1.832)
+    assert not 1.825 <= float(e) <= 1.832 and e.lower <= 1.825 and 1.832 <= e.upper
+    assert e.details["reliable"] is False
+    assert mk.compose((sg(0.8, 0.01), 1000)).delta(2.0, method="spa").details["reliable"] == [False]
+    good = mk.compose((sg(2.0, 0.01), 1000)).epsilon(1e-5, method="spa")
+    assert good.details["reliable"] is True
+    ref = C.Composition((C.subsampled_gaussian(2.0, 0.01), 1000))
+    assert ref.epsilon_within(1e-5, float(good) * (1 - 1e-4), float(good) * (1 + 1e-4))
+
+
 # --------------------------------------------------------------------------------- the model and the exact passes
 @pytest.mark.parametrize("make", [lambda: sg(0.8, 0.01), lambda: mk.laplace(scale=2.0),
                                   lambda: mk.randomized_response(epsilon=1.0), lambda: mk.gaussian(sigma=1.3)])
