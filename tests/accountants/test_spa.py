@@ -361,6 +361,17 @@ def test_cancelling_correction_terms_are_not_reliable():
     assert ref.epsilon_within(1e-5, float(good) * (1 - 1e-4), float(good) * (1 + 1e-4))
 
 
+def test_an_expansion_above_one_is_clamped_and_not_reliable():
+    """sigma 5, q 0.001, k 1000 (one expected sampled step): at epsilon 0.02 the remove direction's expansion puts
+    delta above 1 (its saddle point stuck at the largest tilt searched).  The answer is the certified interval with
+    the estimate clamped into it, and says so; the FFT's certified interval (an independent method) lies inside."""
+    run = mk.compose((sg(5.0, 0.001), 1000))
+    d = run.delta(0.02, method="spa")
+    assert d.details["reliable"] == [False] and d.details["clamped"] == [True]
+    f = run.delta(0.02, method="fft")
+    assert np.all(d.lower <= f.lower) and np.all(f.upper <= d.upper)
+
+
 # --------------------------------------------------------------------------------- the model and the exact passes
 @pytest.mark.parametrize("make", [lambda: sg(0.8, 0.01), lambda: mk.laplace(scale=2.0),
                                   lambda: mk.randomized_response(epsilon=1.0), lambda: mk.gaussian(sigma=1.3)])
