@@ -21,7 +21,8 @@ Libraries, as a user calls them:
   mk    ``mk.calibrate(lambda s: mk.dpsgd(noise_multiplier=s, sampling_rate=q, steps=T), epsilon, delta,
         bounds=(0.3, 30))`` (steps: ``lambda t: ...``, ``bounds=(1, 10**6)``, ``integer=True``): Newton steps from
         the saddle point estimate's crossing, then regula falsi (log scale), on method "auto"'s certified upper
-        bound (the FFT's at eps_error 0.01 unless the SPA's is as narrow), to a relative tolerance 1e-3 (1 step); the value returned is feasible by the certified bound, its neighbour one tolerance away is not.
+        bound (the FFT's at eps_error 0.01 unless the SPA's is as narrow), to a relative tolerance 1e-3 (1 step);
+        the value returned is feasible by the certified bound, its neighbour one tolerance away is not.
   dp    ``mechanism_calibration.calibrate_dp_mechanism(PLDAccountant, event, epsilon, delta, bracket)``, the event
         ``SelfComposedDpEvent(PoissonSampledDpEvent(q, GaussianDpEvent(s)), T)``; bracket
         ``LowerEndpointAndGuess(0.3, 1.0)`` for sigma, ``LowerEndpointAndGuess(1, 1000)`` and ``discrete=True``
