@@ -13,6 +13,11 @@ Three tables, one process (``python benchmarks/spa.py``; JSON to ``benchmarks/re
    relative epsilon error of SP-MSD0, SP-MSD1 and SP-CLT and whether the certified bounds bracket the truth.
 3. **Tiny delta.**  delta = 1e-30 for k = 3000: the SPA's answer and bounds; mechkit's FFT, prv_accountant
    and dp_accounting (if installed) are asked too and their outcome (number or error) is recorded.
+4. **Regime grid** (issue 23): sigma in {0.5, 0.8, 1, 2, 5} x q in {0.001, 0.01, 0.1, 1} x k in {1e2 .. 1e6}
+   (``--quick``: k <= 1e4), epsilon(1e-5) on a fresh mechanism (cold): median and worst time, and where the
+   SPA says ``reliable``, whether its estimate is within ``RELIABLE_TOL`` (1e-3 relative in epsilon) of the FFT's
+   estimate (eps_error 0.003, k <= 1e4; 1e3 with ``--quick``), and whether it is outside the FFT's certified
+   interval (certainly off).
 
 Targets (issue 4): under 1 ms per query after compilation, at least 100x faster than mechkit's own FFT at
 k = 1e4, MSD1 relative error <= 1e-5 for n >= 2000, correct answers at delta = 1e-30.
@@ -124,6 +129,78 @@ def tiny_delta(mk, delta=1e-30, k=3000):
     return out
 
 
+#: the regime grid of issue 23 and what ``details["reliable"]`` promises there: the estimate within this relative
+#: distance of the truth in epsilon (the FFT's estimate stands for the truth; where it is not, see below)
+GRID_SIGMAS, GRID_QS, GRID_KS = (0.5, 0.8, 1.0, 2.0, 5.0), (0.001, 0.01, 0.1, 1.0), (100, 1000, 10_000, 100_000,
+                                                                                     1_000_000)
+RELIABLE_TOL = 1e-3
+
+
+def regime_grid(mk, ks, fft_max, reps=3, fft_eps_error=0.003):
+    """Per (sigma, q, k): the SPA's cold epsilon(1e-5) query (a fresh mechanism object, median of ``reps``), its
+    ``reliable`` flag, and for k <= ``fft_max`` the FFT (eps_error ``fft_eps_error``) as the reference: the SPA
+    estimate's relative distance from the FFT's estimate, and whether it lies outside the FFT's certified interval
+    (then the estimate is certainly off, whatever the FFT estimate's own error)."""
+    import warnings
+    rows = []
+    for sigma in GRID_SIGMAS:
+        for q in GRID_QS:
+            for k in ks:
+                make = lambda: mk.compose((mk.subsample(mk.gaussian(sigma=sigma), q), k))  # noqa: E731
+                times, e = [], None
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    try:
+                        for _ in range(reps):
+                            run = make()
+                            e, t = timed(lambda: run.epsilon(1e-5, method="spa"))
+                            times.append(t)
+                    except Exception as exc:  # noqa: BLE001 -- every outcome is a record
+                        rows.append({"sigma": sigma, "q": q, "k": k, "error": f"{type(exc).__name__}: {exc}"})
+                        continue
+                    row = {"sigma": sigma, "q": q, "k": k, "spa_eps": float(e), "spa_lower": e.lower,
+                           "spa_upper": e.upper, "cold_ms": _median(times) * 1e3,
+                           "reliable": bool(e.details.get("reliable"))}
+                    if k <= fft_max:
+                        try:
+                            f = make().epsilon(1e-5, method="fft", eps_error=fft_eps_error)
+                            row.update(fft_eps=float(f), fft_lower=f.lower, fft_upper=f.upper,
+                                       rel_err=(float(e) - float(f)) / float(f) if float(f) > 0 else None,
+                                       outside=not f.lower <= float(e) <= f.upper)
+                        except Exception as exc:  # noqa: BLE001
+                            row["fft_error"] = f"{type(exc).__name__}: {exc}"
+                rows.append(row)
+    return rows
+
+
+def print_grid(rows):
+    ok = [r for r in rows if "cold_ms" in r]
+    times = sorted(r["cold_ms"] for r in ok)
+    print(f"\n4. regime grid: sigma {GRID_SIGMAS} x q {GRID_QS} x k {sorted({r['k'] for r in rows})}, "
+          "epsilon(1e-5), cold query (fresh mechanism, median of 3)")
+    if times:
+        print(f"   cold query: median {times[len(times) // 2]:.2f} ms, worst {times[-1]:.2f} ms over {len(times)} "
+              "settings (targets: median <= 0.5 ms, worst <= 1 ms)")
+    worst = sorted(ok, key=lambda r: -r["cold_ms"])[:5]
+    print("   slowest: " + "; ".join(f"sigma {r['sigma']} q {r['q']} k {r['k']}: {r['cold_ms']:.2f} ms" for r in worst))
+    for r in rows:
+        if "error" in r:
+            print(f"   sigma {r['sigma']} q {r['q']} k {r['k']}: {r['error'][:100]}")
+    checked = [r for r in ok if r.get("rel_err") is not None]
+    rel = [r for r in checked if r["reliable"]]
+    bad = [r for r in rel if abs(r["rel_err"]) > RELIABLE_TOL]
+    print(f"   reliable: {sum(r['reliable'] for r in ok)} of {len(ok)}; checked against the FFT: {len(checked)}, of "
+          f"them reliable {len(rel)}, off by more than {RELIABLE_TOL:g} relative in epsilon: {len(bad)} "
+          f"(outside the FFT's certified interval: {sum(r['outside'] for r in bad)})")
+    for r in bad:
+        print(f"     sigma {r['sigma']} q {r['q']} k {r['k']} (q k = {r['q'] * r['k']:g}): spa {r['spa_eps']:.6g}, "
+              f"fft {r['fft_eps']:.6g} [{r['fft_lower']:.6g}, {r['fft_upper']:.6g}]: {r['rel_err']:+.2e}")
+    unrel = [r for r in checked if not r["reliable"]]
+    if unrel:
+        print(f"   not reliable: {len(unrel)}; of them within {RELIABLE_TOL:g}: "
+              f"{sum(abs(r['rel_err']) <= RELIABLE_TOL for r in unrel)} (a conservative flag)")
+
+
 def main(argv=None):
     args = arg_parser(__doc__, "spa", "k up to 1e4 only, FFT up to 1e3").parse_args(argv)
     import mechkit as mk
@@ -134,6 +211,7 @@ def main(argv=None):
     flat = flat_in_k(mk, ks, 1000 if args.quick else 100_000, (1000, 1000) if args.quick else (100_000, 10_000))
     acc = accuracy(mk)
     tiny = tiny_delta(mk)
+    grid = regime_grid(mk, GRID_KS[:3] if args.quick else GRID_KS, 1000 if args.quick else 10_000)
 
     print("1. time per epsilon(delta=1e-5) query, subsampled Gaussian sigma=2, q=0.01 (targets: < 1 ms; "
           "fft/spa >= 100 at k=1e4)")
@@ -160,10 +238,11 @@ def main(argv=None):
     for name in ("mechkit_fft", "prv_accountant", "dp_accounting"):
         r = tiny[name]
         print(f"   {name:14s} " + (f"eps {r['eps']:.6f}" if "eps" in r else r["error"]))
+    print_grid(grid)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"python": platform.python_version(), "flat_in_k": flat, "accuracy": acc,
-                               "tiny_delta": tiny}, indent=2, default=str))
+                               "tiny_delta": tiny, "regime_grid": grid}, indent=2, default=str))
     print(f"\nwrote {out}")
 
 

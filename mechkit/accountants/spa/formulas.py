@@ -177,6 +177,10 @@ RELIABLE_CORRECTION = 0.05
 #: and the bound on each of its two parts: measured on subsampled Gaussians (docs/performance.md, "SPA reliable"),
 #: parts up to 0.09 came with estimates within 1e-5 of the truth, the cancelling 0.27 + 1.41 with one 1.6% off
 RELIABLE_TERMS = 0.2
+#: and the saddle point's tilt at most this: beyond it (DP-SGD with about one expected sampled step or fewer, a
+#: small epsilon: t = 173-1510) estimates were 2-12% off with small correction terms (benchmarks/spa.py, table 4;
+#: tests/accountants/test_spa.py), where tilts up to 58 gave estimates within 5e-5
+RELIABLE_MAX_TILT = 100.0
 
 
 def reliable(res):
@@ -184,14 +188,15 @@ def reliable(res):
     parts, the standardised fourth cumulant's and the squared third's (they can cancel: subsampled Gaussian sigma 1,
     q 0.01, k 1000 has a correction factor 0.983 from parts 0.27 and 1.41, and an estimate 1.6% low in epsilon,
     20% in delta)."""
-    return bool(abs(res["corr"] - 1.0) <= RELIABLE_CORRECTION and res.get("terms", 0.0) <= RELIABLE_TERMS)
+    return bool(abs(res["corr"] - 1.0) <= RELIABLE_CORRECTION and res.get("terms", 0.0) <= RELIABLE_TERMS
+                and res["t"] <= RELIABLE_MAX_TILT)
 
 
 def result_details(order, variant, res, rel=None):
     """What the estimate rests on, and whether the regime suits it.
 
     ``reliable`` is true when the MSD1 correction factor is within 5% of 1 and each of its two parts within 0.2,
-    i.e. the expansion's next term is small.  Where it is not (e.g. DP-SGD with about one expected sampled step
+    i.e. the expansion's next term is small, at a saddle point t <= 100.  Where it is not (e.g. DP-SGD with about one expected sampled step
     per individual, so the tilted sum is far from Gaussian) the estimate may be far off; the certified bounds hold
     regardless.
     ``relative_error_bound`` (epsilon queries) is Theorem 5's Berry-Esseen error over the SP-CLT value at the
