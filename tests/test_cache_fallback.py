@@ -131,9 +131,10 @@ def test_import_mechkit_without_a_writable_numba_cache(tmp_path):
     _, env = numba_blocked_env(tmp_path)
     env["PYTHONPATH"] = str(copy)
     # the engine compiles on first use, into the fallback location, its largest subjects in a second process
-    # (engine.warm) that must find the same location; a composition's epsilon needs them (through the CGF)
+    # (engine.warm) that must find the same location; a composition's epsilon needs them (through the CGF; the FFT:
+    # auto would compile the saddle point's tilted moments too, 5 s more of the same thing)
     code = ("import mechkit as mk\nfrom mechkit.engine import warm\n"
-            "e = mk.compose((mk.gaussian(sigma=1.0), 2)).epsilon(1e-5)\n"
+            "e = mk.compose((mk.gaussian(sigma=1.0), 2)).epsilon(1e-5, method='fft')\n"
             "from mechkit.engine import quadrature as Q\n"
             "print('EPS', e.lower, e.upper, mk.gdp.epsilon(2 ** 0.5, 1e-5), 'WARMER', warm.started(),\n"
             "      'LOADED', sum(Q.gk_adaptive.stats.cache_hits.values()) > 0)")

@@ -22,14 +22,8 @@ PINNED = {
         "about 2.5 s an example (the heterogeneous contour reference)",
     "tests/transforms/test_relations_and_sampling.py::test_random_without_replacement_upper_bounds_hold_both_orientations":
         "about 3 s an example (three two-run nested integrals by brute force)",
-    "tests/laws/test_point_masses.py::test_random_clipping_one_shot_against_mpmath":
-        "about 0.13 s an example (two mpmath hockey-stick quadratures with root finding)",
-    "tests/laws/test_staircase.py::test_random_staircases_one_shot_exact":
-        "about 0.12 s an example (the exact reference sums some thousand cells in mpmath)",
     "tests/laws/test_piecewise_densities.py::test_random_mixtures_fft_and_spa_hold_the_reference_and_intersect":
         "about 0.7 s an example (two mpmath one-shot curves, two lattice brackets of the composed loss, FFT and SPA)",
-    "tests/accountants/test_inf_mass.py::test_random_histograms_with_masses_at_infinity":
-        "about 0.1 s an example (exact outcome sums and three accountants, delta and epsilon)",
 }
 
 

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 import sympy as sp
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
 
 import mechkit as mk
 from mechkit.composition import ACCOUNTANTS
@@ -137,7 +137,6 @@ _reached = Reached(spa=0.5, edgeworth=0.5)
 
 
 @_reached
-@settings(max_examples=40)
 @given(a=_weights, b=_weights, k=st.integers(1, 6), eps=st.floats(0.0, 4.0), share=st.floats(0.01, 0.9))
 def test_random_histograms_with_masses_at_infinity(histogram_family, a, b, k, eps, share):
     """SPA and Edgeworth (both variants): delta(eps) and epsilon(delta) certified against exact sums, both

@@ -12,7 +12,7 @@ import math
 import mpmath as mp
 import pytest
 import sympy as sp
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
 
 import mechkit as mk
 from tests.references import piecewise as ref
@@ -174,7 +174,6 @@ def test_a_pmf_with_diracdelta_is_refused():
         mk.Mechanism.from_densities(sp.DiracDelta(k), sp.DiracDelta(k - 1), k, domain=[0, 1], name="bad_pmf")
 
 
-@settings(max_examples=30)
 @given(shift=st.floats(0.05, 2.0), bound=st.floats(0.3, 3.0), eps=st.floats(0.0, 2.0))
 def test_random_clipping_one_shot_against_mpmath(clipped, shift, bound, eps):
     f, g, _, _, rem, add = _reference(_clipped(s), _clipped(0), {"s": shift, "B": bound})

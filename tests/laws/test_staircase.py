@@ -18,7 +18,7 @@ from __future__ import annotations
 import mpmath as mp
 import pytest
 import sympy as sp
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, strategies as st
 
 import mechkit as mk
 from tests.references import piecewise as ref
@@ -110,7 +110,6 @@ def test_composed_intervals_hold_the_exact_sums(staircase, method):
     assert _delta(want_masses, k, est.upper) <= 1e-5 * (1 + 1e-9)
 
 
-@settings(max_examples=25)
 @given(e=st.floats(0.2, 3.0), gam=st.floats(0.05, 0.95), delta=st.floats(0.2, 5.0))
 def test_random_staircases_one_shot_exact(staircase, e, gam, delta):
     m = staircase(epsilon=e, gamma=gam, Delta=delta)
