@@ -154,9 +154,7 @@ def trap_moments(lp, lq, L, t, x0, h, shift, mu, nmom, theta, rtol, xlo, xhi, c3
             prev[j] = out[j]
 
 
-@njit(types.Tuple((f8, A1, f8))(types.int64, types.int64, types.int64, types.int64, types.boolean, f8, f8,
-                                types.boolean, f8, f8, f8, f8, types.int64, A1, f8, types.int64, A1, A1, A1),
-      cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def tilt_piece(lp_at, lq_at, L_at, inv_at, has_inv, a, b, inc, La, Lb, t, mu, nmom, theta, rtol, nsplit, pts, vp,
                vq):
     """One monotone piece's share of a tilted-moment pass in one call: peak scan, divergence check and quadrature:
