@@ -296,12 +296,14 @@ def _toward(x, y, step, integer):
     return x * (1.0 + step) if y > x else x / (1.0 + step)
 
 
-def _crossing(good, u_good, bad, u_bad, target, integer):
+def _crossing(good, u_good, bad, u_bad, target, integer, w_good=1.0, w_bad=1.0):
     """Where the certified upper bound crosses the target by linear interpolation between the bracket's ends (in log
-    scale for a positive continuous parameter); None where the values do not allow it."""
+    scale for a positive continuous parameter), each end's distance from the target scaled by its weight (Illinois:
+    a stale end's is halved); None where the values do not allow it."""
     if not (u_good <= target < u_bad) or not math.isfinite(u_bad):
         return None
-    frac = (target - u_good) / (u_bad - u_good)
+    dg, db = w_good * (target - u_good), w_bad * (u_bad - target)
+    frac = dg / (dg + db)
     if integer or good <= 0 or bad <= 0:
         x = good + frac * (bad - good)
         return int(round(x)) if integer else x
@@ -311,23 +313,31 @@ def _crossing(good, u_good, bad, u_bad, target, integer):
 def _narrow(good, at_good, bad, at_bad, probe, close, between, target, integer, tol):
     """Narrow a certified bracket (good meets the target, bad does not) until ``close(good, bad)``: regula falsi on
     the certified upper bounds, each interpolated crossing probed half a tolerance on the good side and, where that
-    meets the target, one tolerance beyond it (usually the end: two evaluations); a bisection step where an
-    interpolation gives nothing new, or where the same end has moved twice running (regula falsi's stall on a
-    curved answer: an advantage or tpr target from the bounds took 56-127 evaluations without it).  Returns (good,
-    its Estimate, bad, its Estimate) once ``close(good, bad)``."""
+    meets the target, one tolerance beyond it (usually the end: two evaluations); the Illinois rule where the same
+    end has moved twice running (the other end's weight halved: plain regula falsi stalls on a curved answer, an
+    advantage or tpr target from the bounds took 56-127 evaluations); a bisection step where an interpolation gives
+    nothing new.  Returns (good, its Estimate, bad, its Estimate) once ``close(good, bad)``."""
     def inside(x):
         return x is not None and min(good, bad) < x < max(good, bad)
 
-    run = [None, 0]  # the end moved last, and how many times running
+    weight = {True: 1.0, False: 1.0}  # the interpolation weights of the good (True) and bad ends
+    last = [None]
+
+    def moved(ok):
+        if last[0] == ok:
+            weight[not ok] *= 0.5  # the same end again: the other is stale
+        weight[ok] = 1.0
+        last[0] = ok
+
     while not close(good, bad):
-        x = _crossing(good, at_good.upper, bad, at_bad.upper, target, integer) if run[1] < 2 else None
+        x = _crossing(good, at_good.upper, bad, at_bad.upper, target, integer, weight[True], weight[False])
         x = _toward(x, good, 0.5 * tol, integer) if inside(x) else None
         if not inside(x):
             x = between(good, bad)
             if x in (good, bad):
                 break
         ok, e = probe(x)
-        run = [ok, run[1] + 1] if run[0] == ok else [ok, 1]
+        moved(ok)
         if not ok:
             bad, at_bad = x, e
             continue
@@ -335,6 +345,7 @@ def _narrow(good, at_good, bad, at_bad, probe, close, between, target, integer, 
         y = _toward(good, bad, 0.999 * tol if not integer else tol, integer)
         if inside(y):
             ok, e = probe(y)
+            moved(ok)
             if ok:
                 good, at_good = y, e
             else:
