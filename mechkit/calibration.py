@@ -382,10 +382,10 @@ def _from_coordinate(X, positive, integer):
     return int(round(x)) if integer else x
 
 
-def _response(u, positive):
-    """The answer in the search's scale: log where answers and target are positive (epsilon and delta are close to
-    power laws of the parameter there), the answer itself otherwise."""
-    return math.log(u) if positive else u
+def _response(u, logged):
+    """The answer in the search's scale: log where answers and target are positive (``logged``: epsilon and delta
+    are close to power laws of the parameter there), the answer itself otherwise."""
+    return math.log(u) if logged else u
 
 
 def _cheap_crossing(make, estimate, eps, lo, hi, integer):

@@ -278,13 +278,13 @@ class Family(PortableFamily):
     def _theta(self, values):
         """The kernels' parameter vector: the parameter values, then the derived constants evaluated at them."""
         theta = [values[s.name] for s in self.parameters]
-        subs = {s: values[s.name] for s in self.parameters}
+        params = tuple(theta)
         if self._constant_fns is None:
             self._constant_fns = [constants.constant_fn(e, self.parameters) for _, e in self.constants]
         for (c, e), fn in zip(self.constants, self._constant_fns):
-            val = fn(*theta[:len(self.parameters)]) if fn is not None else math.nan
+            val = fn(*params) if fn is not None else math.nan
             if not math.isfinite(val):  # a Sum, or no finite value: SymPy's evaluation decides (or says why not)
-                val = constants.eval_constant(e, subs)
+                val = constants.eval_constant(e, dict(zip(self.parameters, params)))
             if not math.isfinite(val):
                 raise ParameterError(f"the constant {e} is not finite at {values}")
             theta.append(val)

@@ -70,8 +70,8 @@ def _with_inf_masses(dirs, rows):
     vals, lows, ups = (np.array([m + np.asarray(getattr(r, w), float) for m, r in zip(masses, rows)])
                        for w in ("value", "lower", "upper"))
     lo, up, lead = lows.max(axis=0), np.minimum(ups.max(axis=0), 1.0), np.argmax(vals, axis=0)
-    val, moved = clamp_into(np.minimum(vals.max(axis=0), 1.0), lo, up)
-    moved = moved | (vals.max(axis=0) > 1.0)
+    # not clipped to 1 first: an expansion above 1 (and so above up <= 1) has broken down, is clamped, not reliable
+    val, moved = clamp_into(vals.max(axis=0), lo, up)
     details = dict(rows[0].details)
     details["saddle_points"] = [[r.details["saddle_points"][i][0] for r in rows] for i in range(len(val))]
     details["reliable"] = [bool(rows[j].details["reliable"][i]) and not m for i, (j, m) in enumerate(zip(lead, moved))]
@@ -119,9 +119,8 @@ def _delta(dirs, eps, order, variant):
         lo.append(max(exp_or_inf(r["log_lower"]), point_mass_delta(dirs, e)))
         up.append(min(1.0, exp_or_inf(log_up)))
         rel.append(reliable(r))
-    raw = np.array(val)
-    val, moved = clamp_into(np.minimum(raw, 1.0), np.array(lo), np.array(up))
-    moved = moved | (raw > 1.0)  # an expansion that puts delta above 1 has broken down: clamped, not reliable
+    # not clipped to 1 first: an expansion above 1 (and so above up <= 1) has broken down, is clamped, not reliable
+    val, moved = clamp_into(np.array(val), np.array(lo), np.array(up))
     details = result_details(order, variant, None)
     details["saddle_points"] = ts
     details["reliable"] = [bool(r) and not m for r, m in zip(rel, moved)]

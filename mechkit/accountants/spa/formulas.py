@@ -188,7 +188,7 @@ def reliable(res):
     parts, the standardised fourth cumulant's and the squared third's (they can cancel: subsampled Gaussian sigma 1,
     q 0.01, k 1000 has a correction factor 0.983 from parts 0.27 and 1.41, and an estimate 1.6% low in epsilon,
     20% in delta)."""
-    return bool(abs(res["corr"] - 1.0) <= RELIABLE_CORRECTION and res.get("terms", 0.0) <= RELIABLE_TERMS
+    return bool(abs(res["corr"] - 1.0) <= RELIABLE_CORRECTION and res["terms"] <= RELIABLE_TERMS
                 and res["t"] <= RELIABLE_MAX_TILT)
 
 
