@@ -273,7 +273,9 @@ def calibrate(make: Callable[[float], object], epsilon: float | None = None, del
         bracket = None
         if method != "spa" and tgt.query is not None:
             found = _cheap_crossing(make, tgt.cheap, limit - tgt.anticipated_gap(), lo, hi, integer)
-            if found is not None:
+            if found is None:
+                tgt.spa_width = 0.0  # its last estimate need not be near the crossing: auto decides each probe
+            else:
                 guess, slope, bad_above = found
                 guess = _toward(guess, lo if bad_above else hi, 0.5 * (1 if integer else tol), integer)
                 bracket = _certified_bracket(upper, min(max(guess, lo), hi), slope, limit, lo, hi, integer, tol,
