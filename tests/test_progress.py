@@ -71,10 +71,10 @@ def test_a_working_line_names_the_work_and_how_to_silence_it_and_fast_work_print
 def test_large_fft_grid_announces_one_line(lines, monkeypatch):
     run = mk.compose((mk.gaussian(sigma=1.0), 4))
     slowed(monkeypatch, fft, "compose_direction")
-    run.epsilon(1e-5, method="fft", eps_error=0.011)   # a small grid: below PROGRESS_POINTS, no timer
+    run.epsilon(1e-5, method="fft", variant="prv", eps_error=0.011)   # a small grid: below PROGRESS_POINTS, no timer
     assert lines() == []
     monkeypatch.setattr(fft, "PROGRESS_POINTS", 1)      # every grid counts as large
-    est = run.epsilon(1e-5, method="fft", eps_error=0.012)
+    est = run.epsilon(1e-5, method="fft", variant="prv", eps_error=0.012)
     (line,) = lines()
     assert line.startswith(f"composing 4 runs of 1 mechanism(s) on an FFT grid of {est.details['grid_points']} "
                            "points ... (silence: mechkit.progress.enabled(False), or the 'mechkit' logger")
@@ -128,9 +128,9 @@ def slow_gaussian(sigma):
 def test_a_sweep_announces_one_line_not_its_compositions(lines, monkeypatch):
     monkeypatch.setattr(fft, "PROGRESS_POINTS", 1)
     slowed(monkeypatch, fft, "compose_direction")
-    mk.sweep(mk.gaussian, {"sigma": [1.0]}, delta=1e-5, method="fft")
+    mk.sweep(mk.gaussian, {"sigma": [1.0]}, delta=1e-5, method="fft", variant="prv")
     assert [s.split(" ...")[0] for s in lines()] == ["sweep of 1 points (epsilon by method 'fft')"]
-    mk.sweep(mk.gaussian, {"sigma": [2.0]}, delta=1e-5, method="fft", progress=False)
+    mk.sweep(mk.gaussian, {"sigma": [2.0]}, delta=1e-5, method="fft", variant="prv", progress=False)
     assert len(lines()) == 1
 
 

@@ -107,14 +107,18 @@ def test_dp_sgd_end_points_against_dp_accounting():
     """sigma for epsilon 8 at q 0.01, 10,000 steps, delta 1e-5: dp_accounting's PLD epsilon at mechkit's value is
     7.98439 (within the target), and its own calibration answers 0.88253 (its pessimistic epsilon at 8.0): mechkit's
     value is above it by less than its eps_error's worth.  Steps for epsilon 3 at sigma 1: dp_accounting's epsilon
-    at mechkit's 2649 steps is 2.98981."""
+    at 2649 steps (mechkit's answer when its FFT's certified upper bound sat eps_error above the truth) is 2.98981;
+    the connect-the-dots upper bound, 4e-4 above the truth, allows a few more, each checked by the PRV variant at a
+    fine budget."""
     cal = mk.calibrate(lambda s: mk.dpsgd(noise_multiplier=s, sampling_rate=0.01, steps=10_000), epsilon=8.0,
                        delta=1e-5, bounds=(0.3, 30.0))
     assert cal.value == pytest.approx(0.8833145726355979, rel=2e-3) and cal.value >= 0.8825298785413379
     assert cal.estimate.upper <= 8.0 and cal.estimate.lower <= 7.98439 <= cal.estimate.upper
     steps = mk.calibrate(lambda t: mk.dpsgd(noise_multiplier=1.0, sampling_rate=0.01, steps=t), epsilon=3.0,
                          delta=1e-5, bounds=(1, 10**6), integer=True)
-    assert abs(int(steps) - 2649) <= 2
+    assert 2649 <= int(steps) <= 2670
+    check = mk.dpsgd(noise_multiplier=1.0, sampling_rate=0.01, steps=int(steps))
+    assert check.epsilon(1e-5, method="fft", variant="prv", eps_error=0.002).lower <= 3.0
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -54,3 +54,65 @@ def suffix_sums(p, y):
         tot = s2 + c2
         ld2[i] = math.log(tot) - ref if tot > 0.0 else -np.inf
     return d1, ld2
+
+
+@njit(A1(types.int64[::1], A1, A1, types.float64, types.int64), cache=True, error_model="numpy")
+def contract(idx, p, lr, h, n):
+    """The lower bound's pmf on the grid points x_0 .. x_n from parts of the cells (x_i, x_{i+1}] (``fft_ctd``), in
+    increasing order of their mean loss: part t lies in cell idx[t], has mass p[t] and lr[t] = log E[e^{-(L - x_i)}]
+    in [-h, 0] (its mean of y = e^{-L} is e^{lr} G_i, G_i = e^{-x_i}).
+
+    A sweep upwards in L gathers parts into a group until the group's mean of y reaches the grid point G_j just
+    above (in L) where it began, splitting the part that crosses it (a merge of masses at their mean: a contraction
+    in y); the group goes to x_j and the next begins with the rest of that part.  The last group, whose mean is
+    still above G_j in y, moves down in L to the grid point at or below its mean loss.  Each merge's share of the
+    crossing part is rounded up, which moves the merged mean (if at all) up in L: the placement at x_j is then a
+    move down, which also keeps the bound.  Distances are kept relative to G_j (expm1 of log ratios)."""
+    g = np.zeros(n + 1)
+    j = -1
+    W = 0.0  # the group's mass
+    D = 0.0  # its sum of mass * (y / G_j - 1), >= 0 while the group's mean of y is above G_j
+    t0 = 0   # the group's first part, and what of it the group holds
+    r0 = 0.0
+    for t in range(p.shape[0]):
+        rest = p[t]
+        if rest <= 0.0:
+            continue
+        i = idx[t]
+        if j < 0:
+            j = i + 1 if lr[t] < 0.0 else i
+            t0, r0 = t, rest
+        while rest > 0.0:
+            dl = math.expm1(lr[t] + (j - i) * h)  # (y_t - G_j) / G_j
+            if dl >= 0.0 or rest * (-dl) < D:
+                W += rest
+                D += rest * dl
+                rest = 0.0
+            else:
+                w = min(rest, D / (-dl) * (1.0 + 1e-15))
+                g[j] += W + w
+                rest -= w
+                W = 0.0
+                D = 0.0
+                j = i + 1 if lr[t] < 0.0 else i
+                t0, r0 = t, rest
+    if W > 0.0:
+        # the last group, whose mean is below x_j in L: all of it down to the grid point at or below its mean loss
+        # x_j - log1p(D / W), or each part down to the grid point at or below its own loss, whichever moves less
+        # of e^{-L} (a point mass on a grid point then stays where it is)
+        k = max(j - int(math.ceil(math.log1p(max(D, 0.0) / W) / h)), 0)
+        merged = W * math.expm1((j - k) * h) - D
+        single = 0.0
+        for t in range(t0, p.shape[0]):
+            w = r0 if t == t0 else p[t]
+            if w > 0.0:
+                f = idx[t] + 1 if lr[t] <= -h else idx[t]
+                single += w * (math.exp((j - f) * h) - math.exp(lr[t] + (j - idx[t]) * h))
+        if merged <= single:
+            g[k] += W
+        else:
+            for t in range(t0, p.shape[0]):
+                w = r0 if t == t0 else p[t]
+                if w > 0.0:
+                    g[idx[t] + 1 if lr[t] <= -h else idx[t]] += w
+    return g

@@ -23,7 +23,7 @@ def test_fp_allowance_keeps_the_lower_bound_at_zero_beyond_the_largest_loss():
         run = mk.compose((mk.randomized_response(epsilon=e0), k))
         eps = np.array([k * e0 - 0.5, k * e0 - 0.05, k * e0 + 0.5, k * e0 + 2.0])
         for de in (1e-30, 1e-300):
-            d = run.delta(eps, delta_error=de)
+            d = run.delta(eps, delta_error=de, method="fft", variant="prv")
             truth = np.array([rr_delta(e0, k, e) for e in eps])
             assert np.all(d.lower <= truth) and np.all(truth <= d.upper), (e0, k, de, d.lower, truth, d.upper)
 
@@ -34,7 +34,7 @@ def test_delta_bounds_are_at_least_theorem_5_5_wide(de):
     # clipped to [0, 1], upper - lower >= 2 (delta_error + fp) whatever the curve does.  The containment tests
     # cannot see a halved delta_error: the realised discretisation error is far below it.
     run = mk.compose((mk.subsample(mk.gaussian(sigma=1.0), 0.05), 50), (mk.laplace(scale=5.0), 3))
-    d = run.delta(np.array([0.2, 0.5, 1.0, 1.5]), delta_error=de)
+    d = run.delta(np.array([0.2, 0.5, 1.0, 1.5]), delta_error=de, method="fft", variant="prv")
     s = d.details["delta_error"] + d.details["fp_allowance"] + d.details["tail_allowance"]
     inside = (d.lower > 0) & (d.upper < 1)
     assert inside.any()
@@ -47,12 +47,12 @@ def test_bounds_are_theorem_5_5_of_the_discrete_curve():
     ee, de = 0.01, 1e-4
     grid, curves, slack = fft._curves(run.items, ee, de, fft.DEFAULT_MEMORY_LIMIT)
     eps = np.array([0.3, 1.0, 2.0])
-    d = run.delta(eps, eps_error=ee, delta_error=de)
+    d = run.delta(eps, eps_error=ee, delta_error=de, method="fft", variant="prv")
     up = np.max([c.delta(eps - ee) for c in curves.values()], axis=0) + de + slack
     lo = np.max([c.delta(eps + ee) for c in curves.values()], axis=0) - de - slack
     assert np.array_equal(d.upper, np.clip(up, 0, 1)) and np.array_equal(d.lower, np.clip(lo, 0, 1))
     assert slack >= max(c.fp for c in curves.values()) > 0
-    e = run.epsilon(1e-2, eps_error=ee, delta_error=de)
+    e = run.epsilon(1e-2, eps_error=ee, delta_error=de, method="fft", variant="prv")
     assert e.upper == max(c.epsilon(1e-2 - de - slack) for c in curves.values()) + ee
     assert e.lower == max(0.0, max(c.epsilon(1e-2 + de + slack) for c in curves.values()) - ee)
 

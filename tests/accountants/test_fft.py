@@ -17,7 +17,7 @@ def test_gaussian_composition_inside_bounds_of_exact_curve(sigma, k):
     run = mk.compose((mk.gaussian(sigma=sigma), k))
     mu = math.sqrt(k) / sigma
     for delta in (1e-3, 1e-6):
-        e = run.epsilon(delta)
+        e = run.epsilon(delta, method="fft", variant="prv")
         truth = mk.gdp.epsilon(mu, delta)
         assert e.certified and e.lower <= truth <= e.upper
         # width: 2 eps_error horizontally, plus the effect of +/- (delta_error + fp) on the exact curve (Thm 5.5)
@@ -58,9 +58,12 @@ def test_randomized_response_against_binomial_sum(e0, k):
 def test_fourier_accountant_table_value_inside_bounds():
     # notes.md 8.1 V1: q = 0.01, sigma = 1.5, k = 1e4, eps = 1: converged delta 0.04960141031
     run = mk.compose((mk.subsample(mk.gaussian(sigma=1.5), 0.01), 10_000))
-    d = run.delta(1.0)
+    d = run.delta(1.0, method="fft", variant="prv")
     assert d.lower <= 0.0496014103163 <= d.upper
     assert abs(float(d) - 0.0496014103163) < 2e-6
+    # connect the dots (the FFT's default): a narrower certified interval on a coarser grid
+    d = run.delta(1.0, method="fft")
+    assert d.lower <= 0.0496014103163 <= d.upper and d.upper - d.lower < 1.5e-3
 
 
 def test_remove_dominates_for_subsampled_gaussian_and_max_is_reported():
@@ -71,7 +74,7 @@ def test_remove_dominates_for_subsampled_gaussian_and_max_is_reported():
     rem = fft.compose_direction(run.items, "remove", grid).delta(np.array([1.0]))[0]
     add = fft.compose_direction(run.items, "add", grid).delta(np.array([1.0]))[0]
     assert rem > add
-    assert float(run.delta(1.0)) == pytest.approx(max(rem, add), rel=1e-12)
+    assert float(run.delta(1.0, method="fft", variant="prv")) == pytest.approx(max(rem, add), rel=1e-12)
 
 
 _EPSILON_ANSWERED = Reached(epsilon=0.5)
@@ -165,10 +168,10 @@ def test_planned_memory_covers_the_measured_peak():
     import tracemalloc
     from mechkit.accountants import fft
     run = mk.compose((mk.subsample(mk.gaussian(sigma=1.0), 0.01), 2000))
-    run.epsilon(1e-5, eps_error=0.05)  # warm: compiled kernels, memoised CGFs
+    run.epsilon(1e-5, eps_error=0.05, method="fft", variant="prv")  # warm: compiled kernels, memoised CGFs
     tracemalloc.start()
     try:
-        e = run.epsilon(1e-5, eps_error=0.01)
+        e = run.epsilon(1e-5, eps_error=0.01, method="fft", variant="prv")
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -194,15 +197,22 @@ def test_estimate_behaves_as_number():
     (0.05, 1.0, 200, 1e-5, 4.76592)])
 def test_notes_8_3_dp_sgd_epsilons(p, sigma, k, delta, ref):
     # notes.md 8.3: independent re-implementations (PRV with eps_error 0.01, and FA for the last row)
-    e = mk.compose((mk.subsample(mk.gaussian(sigma=sigma), p), k)).epsilon(delta)
+    run = mk.compose((mk.subsample(mk.gaussian(sigma=sigma), p), k))
+    e = run.epsilon(delta, method="fft", variant="prv")
     assert e.lower <= ref <= e.upper
     assert float(e) == pytest.approx(ref, abs=5e-5)  # refs are given to 5 digits
+    # connect the dots (the FFT's default): certified, each bound within eps_error of its estimate
+    c = run.epsilon(delta, method="fft")
+    assert c.lower <= ref <= c.upper and c.upper - c.lower <= 2 * c.details["eps_error"]
 
 
 def test_notes_8_3_delta():
-    d = mk.compose((mk.subsample(mk.gaussian(sigma=0.8), 4e-3), 1000)).delta(1.5)
+    run = mk.compose((mk.subsample(mk.gaussian(sigma=0.8), 4e-3), 1000))
+    d = run.delta(1.5, method="fft", variant="prv")
     assert float(d) == pytest.approx(2.575e-6, rel=1e-3)
     assert d.lower <= 2.575e-6 <= d.upper
+    c = run.delta(1.5, method="fft")
+    assert c.lower <= 2.575e-6 <= c.upper and float(c) == pytest.approx(2.575e-6, rel=0.05)
 
 
 # ---- the Fourier accountant's own scheme, variant="fa" (notes.md 8.1, P1 Tables 1 and 2) -------------------
@@ -246,9 +256,10 @@ def test_fa_reproduces_p1_table_2(L, ref, tail_hi):
 def test_fa_converged_value_inside_certified_bounds():
     run = p1_run()
     fa = run.delta(1.0, method="fft", variant="fa", L=12.0, n=800_000)
-    prv = run.delta(1.0, method="fft")
-    assert prv.lower <= float(fa) <= prv.upper
-    assert prv.certified and prv.details["variant"] == "prv"
+    for variant in ("prv", "ctd"):
+        cert = run.delta(1.0, method="fft", variant=variant)
+        assert cert.lower <= float(fa) <= cert.upper
+        assert cert.certified and cert.details["variant"] == variant
 
 
 def test_fa_epsilon_and_defaults_against_the_contour_truth():

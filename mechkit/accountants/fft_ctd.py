@@ -1,0 +1,387 @@
+"""The FFT composer with connect-the-dots bounds (``variant="ctd"``; docs/architecture.md, "FFT bounds by convex
+order").
+
+The hockey-stick divergence of a composition is delta(eps) = E[g(Y_1 ... Y_k)] with Y_i = e^{-L_i} under P and
+g = (1 - e^eps prod y_i)_+, which is convex and non-increasing in each y_i.  So, coordinate by coordinate:
+
+* a *spread* of a PLRV's law in y (same mean of e^{-L}) can only raise delta: each cell (x_i, x_{i+1}] of the grid
+  sends its mass to its two ends with the weights that keep its mean of e^{-L} (its Q-mass), the connect-the-dots
+  discretisation of Doroshenko et al. (2022).  Composed on the grid, it gives an *upper* bound;
+* a *contraction* (merging masses at their mean of e^{-L}) and a move of mass to a smaller loss can only lower
+  delta: a sweep upwards in L merges consecutive cells into groups whose mean of e^{-L} is a grid point
+  (``fft_sums.contract``); composed on the grid, a *lower* bound.
+
+Both keep the support on the grid, so the FFT composes them as it composes the mean-preserving pmf.  Their excess
+is of second order in the mesh h (about k h^2 / 6 of variance for the spread, twice that for the contraction, in
+the smooth regime), not of first order as for rounding up or down, and the estimate is (2 upper + lower) / 3 (the
+second-order terms cancel where the law is smooth; it always lies between the bounds).
+
+Certified allowances, added to both bounds: the floating-point error of the FFT, powers and sums (``fft``'s model),
+the mass outside the evaluated window (count times mass per mechanism) and the composed mass that wraps around the
+circle, bounded by a Chernoff bound on the discrete laws themselves (their exact moment generating functions).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+
+from ..errors import MechkitError, MechkitWarning, NumericalLimitError
+from ..estimate import Estimate, EstimateArray
+from ..laws.plrv import composed_inf_mass
+from ..progress import working
+from ..relations import DIRECTIONS
+from . import fft_grid as fft
+from . import fft_sums as _fs
+
+#: the model of the bounds' spread: upper - lower ~ MESH_CONSTANT * k * h^2 in epsilon (measured 0.72 for DP-SGD at
+#: sigma 0.8, q 0.01, k 1e4; larger where the composed loss is narrow); the mesh is chosen so that the model puts
+#: the spread at 1.5 eps_error (each bound within eps_error of the estimate), then checked on the answer
+MESH_CONSTANT = 1.0
+#: a query whose bounds are further than eps_error from its estimate is recomputed on a finer grid, this many times
+REFINEMENTS = 3
+#: peak bytes per grid point of a query: two spectra composed at once, four curves kept (see fft.BYTES_PER_POINT)
+BYTES_PER_POINT = 2 * fft.BYTES_PER_POINT
+#: tilts at which the composed tails beyond the circle are bounded (Chernoff, the best of them)
+TILTS = np.array([0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
+
+
+def mesh(k, eps_error):
+    """The mesh whose model spread is 1.5 eps_error for a total count k."""
+    return math.sqrt(1.5 * eps_error / (MESH_CONSTANT * k))
+
+
+#: relative tolerance of the common lattice of the point masses (``aligned``)
+LATTICE_TOL = 1e-9
+
+
+def _lattice(values):
+    """The largest b > 0 of which every value is an integer multiple (relative tolerance LATTICE_TOL), or 0."""
+    v = np.unique(np.abs(values[np.isfinite(values)]))
+    v = v[v > 0]
+    if v.size == 0:
+        return 0.0
+    tol = LATTICE_TOL * float(v[-1])
+    g = float(v[0])
+    for x in v[1:]:
+        a, b = float(x), g
+        while b > tol:
+            r = math.fmod(a, b)
+            a, b = b, (0.0 if r < tol or b - r < tol else r)
+        g = a
+        if g <= 1e3 * tol:
+            return 0.0
+    q = v / g
+    return g if np.all(np.abs(q - np.round(q)) <= 1e-6) else 0.0
+
+
+def aligned(items, h):
+    """A mesh at most h that puts every point mass of the PLRVs on the grid (h itself where they have none, or no
+    common lattice at least h / 4): an atom between grid points costs the contracted lower bound a first-order
+    error (its mass moves by up to h), an atom on a grid point none."""
+    vals = [v for m, _ in items for d in DIRECTIONS for v in m.plrv(d).atoms()[0]]
+    if not vals:
+        return h
+    b = _lattice(np.asarray(vals, dtype=float))
+    if not b >= h / 4:
+        return h
+    return b / math.ceil(b / h - 1e-9)
+
+
+def _edges_window(plrv, grid, tau, inf_mass):
+    """Indices (a, b) of the first and last grid point of the evaluated window (grid point i at (i - n) h) and the
+    finite mass outside it: coarse scans outwards from 0 stop at the first point beyond which a tail is <= tau."""
+    n, h = grid.n, grid.h
+    last = 2 * n
+    up = np.unique(np.append(np.arange(n + 1, last + 1, fft.COARSE_STRIDE), last))
+    S = np.maximum(plrv.sf((up - n) * h) - inf_mass, 0.0)
+    ok = S <= tau
+    b = int(up[np.argmax(ok)]) if ok.any() else last
+    down = np.unique(np.append(np.arange(n - 1, -1, -fft.COARSE_STRIDE), 0))[::-1]
+    F = plrv.cdf((down - n) * h)
+    ok = F <= tau
+    a = int(down[np.argmax(ok)]) if ok.any() else 0
+    out = float(plrv.cdf((a - n) * h)) + max(float(plrv.sf((b - n) * h)) - inf_mass, 0.0)
+    return a, b, out
+
+
+def _cell_masses(law, xs, n_neg, inf_mass):
+    """Masses of the cells (x_i, x_{i+1}] (xs increasing, the first n_neg of them <= 0) from the CDF below 0 and the
+    survival function above (each tail keeps its relative accuracy), the cell across 0 from both."""
+    F = law.cdf(xs[:n_neg]) if n_neg else np.zeros(0)
+    S = law.sf(xs[n_neg:]) - inf_mass if n_neg < len(xs) else np.zeros(0)
+    m = np.empty(len(xs) - 1)
+    if n_neg == 0:
+        m[:] = -np.diff(S)
+    elif n_neg == len(xs):
+        m[:] = np.diff(F)
+    else:
+        m[:n_neg - 1] = np.diff(F)
+        m[n_neg - 1] = (1.0 - inf_mass) - F[-1] - S[0]
+        m[n_neg:] = -np.diff(S)
+    return np.maximum(m, 0.0)
+
+
+def discretise(plrv, grid, tau=0.0):
+    """The connect-the-dots (upper) and contracted (lower) pmfs of one PLRV's finite part, conditional on being
+    finite, on the grid's points -n..n; its mass at +inf; the conditional mass outside the evaluated window."""
+    n, h = grid.n, grid.h
+    vals, probs = plrv.atoms()
+    inf_mass = float(probs[vals == np.inf].sum())
+    a, b, out = _edges_window(plrv, grid, tau, inf_mass)
+    xs = (np.arange(a, b + 1) - n) * h
+    n_neg = int(np.count_nonzero(xs <= 0.0))
+    p = _cell_masses(plrv, xs, n_neg, inf_mass)
+    r = _cell_masses(plrv.dual, xs, n_neg, 0.0)
+    lr = _log_ratio(p, r, xs[:-1])
+    # where the Q-mass is lost (underflow), the worst position: the cell's top end for the upper bound
+    lr_up = np.where(np.isnan(lr), -h, lr)
+    # the weight of the cell's bottom end: (E[e^{-L}] - e^{-x_{i+1}}) / (e^{-x_i} - e^{-x_{i+1}}) of its mass
+    w_lo = np.clip(p * (np.expm1(lr_up + h) / math.expm1(h)), 0.0, p)
+    upper = np.zeros(2 * n + 1)
+    upper[a:b] += w_lo
+    upper[a + 1:b + 1] += p - w_lo
+    lower = np.zeros(2 * n + 1)
+    parts, snapped = _parts(plrv, xs, p, r, h)
+    lower[a:b + 1] = _fs.contract(*parts, h, b - a)
+    out += snapped
+    # the curves compose the finite part's conditional law (``DiscreteCurve``: delta = A + (1 - A) delta_fin)
+    fin = 1.0 - inf_mass
+    return upper / fin, lower / fin, inf_mass, out / fin
+
+
+def _log_ratio(p, r, x):
+    """log E[e^{-(L - x_i)} | cell] = log(r / p) + x_i, clipped to [-h, 0] (exact arithmetic puts it there); nan
+    where the Q-mass underflows or the cell is empty."""
+    h = x[1] - x[0] if x.size > 1 else 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lr = np.log(r) - np.log(p) + x
+    known = np.isfinite(lr) & (r > 1e-290) & (p > 0)
+    return np.where(known, np.clip(lr, -h, 0.0), np.nan)
+
+
+#: how close (in units of rounding of the loss) a point mass must be to a grid point to be put on it
+SNAP_ULPS = 64
+#: a cell's continuous part below this share of its point masses is taken as their rounding noise, and dropped
+CONTINUOUS_FLOOR = 1e-12
+
+
+def _parts(plrv, xs, p, r, h):
+    """The cells' parts in increasing order of their mean loss, for ``fft_sums.contract``: (cell index, mass, lr),
+    and the allowance for point masses put on a grid point within rounding.
+    Each point mass is a part of its own at its exact loss, the rest of its cell another: merged, the cell's mean
+    would sit inside the cell, and a part at the top of the support whose mean is not on a grid point moves down
+    (by up to h, a first-order error on an atom's whole mass).  Where the mean of e^{-L} is lost, the cell's bottom
+    end (a move down in L keeps the lower bound); dropped mass only lowers it."""
+    vals, probs = plrv.atoms()
+    keep = np.isfinite(vals) & (vals > xs[0]) & (vals <= xs[-1]) & (probs > 0)
+    av, ap = vals[keep], probs[keep]
+    cell = np.clip(np.searchsorted(xs, av, side="left") - 1, 0, len(p) - 1)
+    p_at = np.bincount(cell, ap, minlength=len(p))
+    r_at = np.bincount(cell, ap * np.exp(-av), minlength=len(p))
+    pc = p - p_at
+    pc = np.where(pc > CONTINUOUS_FLOOR * p_at, pc, 0.0)
+    lr_c = _log_ratio(pc, np.maximum(r - r_at, 0.0), xs[:-1])
+    lr_c = np.where(np.isnan(lr_c), 0.0, lr_c)
+    # a point mass within rounding of its cell's top end (a grid point) is put on it: a move up in L of at most
+    # SNAP_ULPS units of rounding, whose effect on delta (at most the mass times the distance) is returned
+    # (one within rounding of its cell's bottom end is put there: a move down, which needs no allowance)
+    tol = SNAP_ULPS * np.finfo(float).eps * np.maximum(np.abs(av), h)
+    up = xs[cell + 1] - av
+    snap = np.abs(up) <= tol
+    lr_at = np.where(snap, -h, np.where(av - xs[cell] <= tol, 0.0, np.clip(xs[cell] - av, -h, 0.0)))
+    idx = np.concatenate((np.arange(len(p)), cell)).astype(np.int64)
+    mass = np.concatenate((pc, ap))
+    lr = np.concatenate((lr_c, lr_at))
+    order = np.lexsort((-lr, idx))
+    return (idx[order], mass[order], lr[order]), float(np.sum(ap[snap] * np.abs(up[snap])))
+
+
+def _log_mgf(pmf, x0, h):
+    """log sum_j pmf_j e^{t (x0 + j h)} at each of TILTS and -TILTS (exact sums of the discrete law)."""
+    nz = np.nonzero(pmf > 0.0)[0]
+    if nz.size == 0:
+        return np.full(TILTS.size, -np.inf), np.full(TILTS.size, -np.inf)
+    lp = np.log(pmf[nz])
+    x = x0 + nz * h
+    out = []
+    for sign in (1.0, -1.0):
+        e = lp[None, :] + sign * TILTS[:, None] * x[None, :]
+        top = e.max(axis=1)
+        out.append(top + np.log(np.exp(e - top[:, None]).sum(axis=1)))
+    return out[0], out[1]
+
+
+def _wrap_bound(mgf, grid):
+    """Mass of the composed discrete law beyond the circle's range (it wraps around): Chernoff at the best tilt,
+    from ``mgf`` = the composed log moment generating functions at TILTS and -TILTS."""
+    N, h = grid.N, grid.h
+    half = N // 2 + 1
+    top, bottom = (half - 1) * h, -(N - half) * h
+    up, down = mgf
+    with np.errstate(over="ignore"):
+        hi = np.exp(np.min(up - TILTS * (top + h / 2)))
+        lo = np.exp(np.min(down + TILTS * (bottom - h / 2)))
+    return float(min(hi, 1.0) + min(lo, 1.0))
+
+
+def compose(items, direction, grid, delta_error):
+    """(upper curve, lower curve) of one direction, each with its certified allowance ``slack``."""
+    k = sum(c for _, c in items)
+    tau = fft.TAIL_SHARE * delta_error / k
+    up_acc, lo_acc = fft.Spectrum(grid), fft.Spectrum(grid)
+    up_mgf, lo_mgf = np.zeros((2, TILTS.size)), np.zeros((2, TILTS.size))
+    out = 0.0
+    for m, count in items:
+        upper, lower, inf_mass, o = discretise(m.plrv(direction), grid, tau)
+        out += count * o
+        for acc, mgf, pmf in ((up_acc, up_mgf, upper), (lo_acc, lo_mgf, lower)):
+            acc.add(pmf, count, 0.0, inf_mass)
+            mgf += count * np.array(_log_mgf(pmf, -grid.n * grid.h, grid.h))
+    return tuple(_finish(acc, mgf, out, grid) for acc, mgf in ((up_acc, up_mgf), (lo_acc, lo_mgf)))
+
+
+def _finish(acc, mgf, out, grid):
+    curve = acc.curve()
+    curve.dropped = out
+    curve.wrapped = _wrap_bound(mgf, grid)
+    curve.slack = curve.fp + out + curve.wrapped
+    return curve
+
+
+class CTDComposed:
+    """A composition's connect-the-dots curves (upper and lower, each direction) on one grid: every query is a
+    lookup.  ``h`` is the mesh (default from ``mesh``); the domain and tails follow ``fft.plan``."""
+
+    def __init__(self, items, eps_error=fft.DEFAULT_EPS_ERROR, delta_error=1e-10,
+                 memory_limit=fft.DEFAULT_MEMORY_LIMIT, h=None):
+        eps_error, delta_error, memory_limit = fft.check_budgets(eps_error, delta_error, memory_limit)
+        self.eps_error, self.delta_error = eps_error, delta_error
+        k = sum(c for _, c in items)
+        self.h = mesh(k, eps_error) if h is None else h
+        self.grid = fft.grid_for(fft.domain(items, eps_error, delta_error), self.h, memory_limit, eps_error,
+                                 delta_error, per_point=BYTES_PER_POINT, power=2)
+        with working(f"composing {k} runs of {len(items)} mechanism(s) on an FFT grid of {self.grid.N} points",
+                     when=self.grid.N * len(items) >= fft.PROGRESS_POINTS,
+                     silence="mechkit.progress.enabled(False)"):
+            self.curves = {d: compose(items, d, self.grid, delta_error) for d in DIRECTIONS}
+        self.inf_mass = {d: composed_inf_mass(items, d) for d in DIRECTIONS}
+
+    def details(self):
+        cs = [c for pair in self.curves.values() for c in pair]
+        return {"variant": "ctd", "grid_points": self.grid.N, "mesh": self.grid.h, "domain": self.grid.L,
+                "eps_error": self.eps_error, "delta_error": self.delta_error,
+                "fp_allowance": max(c.fp for c in cs), "tail_allowance": max(c.dropped for c in cs),
+                "wrap_allowance": max(c.wrapped for c in cs)}
+
+    def _curves_at(self, eps):
+        """(upper, lower, estimate) curves at eps, max over the directions, without the allowances."""
+        ups = [u.delta(eps) for u, _ in self.curves.values()]
+        los = [lo.delta(eps) for _, lo in self.curves.values()]
+        val = np.max([(2.0 * u + w) / 3.0 for u, w in zip(ups, los)], axis=0)
+        return ups, los, val
+
+    def delta(self, eps):
+        """delta at each of ``eps`` (an array), max over the directions: EstimateArray.  ``details["within"]``:
+        whether each curve is inside the estimate moved eps_error sideways (the PRV variant's promise, before the
+        allowances)."""
+        ups, los, val = self._curves_at(eps)
+        up = np.max([v + u.slack for v, (u, _) in zip(ups, self.curves.values())], axis=0)
+        lo = np.max([v - lw.slack for v, (_, lw) in zip(los, self.curves.values())], axis=0)
+        details = self.details()
+        tol = 1e-12 * np.maximum(val, 1e-300)
+        details["within"] = bool(np.all(np.max(ups, axis=0) <= self._curves_at(eps - self.eps_error)[2] + tol) and
+                                 np.all(np.max(los, axis=0) >= self._curves_at(eps + self.eps_error)[2] - tol))
+        up, lo = np.clip(up, 0.0, 1.0), np.clip(lo, 0.0, 1.0)
+        return EstimateArray(np.clip(val, lo, up), lo, up, "fft", True, details)
+
+    def epsilon(self, d):
+        """Smallest epsilon with delta(epsilon) <= d, max over the directions: Estimate."""
+        pairs = list(self.curves.values())
+        inf_mass = max(self.inf_mass.values())
+        slack = max(u.slack for u, _ in pairs)
+        if d - slack <= inf_mass:
+            raise NumericalLimitError(
+                f"delta = {d:g} cannot be certified on {self.grid.N} grid points (allowance {slack:.2g} for "
+                f"rounding, tails and wrap-around); the smallest certifiable delta with these settings is about "
+                f"{inf_mass + 2 * slack:.2g}."
+                "  For tiny delta use a method that works in log space (the saddle-point accountant, method='spa').")
+        up = max(u.epsilon(d - u.slack) for u, _ in pairs)
+        lo = max(max(0.0, w.epsilon(min(d + w.slack, 1.0))) for _, w in pairs)
+        at_d = [(u.epsilon(d), w.epsilon(d)) for u, w in pairs]
+        val = max((2.0 * u + w) / 3.0 for u, w in at_d)
+        details = self.details()
+        # the discretisation's part of the width (the allowances' part is the curve's own slope over them)
+        details["excess"] = (max(u for u, _ in at_d) - val, val - max(w for _, w in at_d))
+        return Estimate(min(max(val, lo), up), lo, up, "fft", True, details)
+
+
+def _epsilon_attempt(d, eps_error):
+    """A query of epsilon(d) on a composition: (answer, within budget, factor for the next mesh).  The budget is
+    the discretisation's: each curve's epsilon at d within eps_error of the estimate (the allowances widen the
+    interval further by the curve's slope over them, as delta_error does in the PRV variant)."""
+    def attempt(c):
+        est = c.epsilon(d)
+        side = max(est.details["excess"])
+        return est, side <= eps_error, max(0.25, 0.9 * math.sqrt(eps_error / side)) if side > 0 else 0.5
+    return attempt
+
+
+def _delta_attempt(eps):
+    """A query of delta(eps): within budget where each curve is inside the estimate moved eps_error sideways (the
+    PRV variant's promise; the allowances, like its delta_error, come on top)."""
+    def attempt(c):
+        est = c.delta(eps)
+        return est, est.details["within"], 0.5
+    return attempt
+
+
+def _refined(build, attempt, fallback, h, eps_error):
+    """The query on the model's grid, then on finer ones while it is outside its budget (``attempt``; at most
+    REFINEMENTS times, while the grid fits memory_limit and certifies the delta); if still outside, the PRV
+    variant's answer (``fallback``, within budget by its theorem) intersected with the last one (both are
+    certified); where the PRV variant cannot answer, the last one, with a warning."""
+    est, ok, factor = attempt(build(h))
+    for _ in range(REFINEMENTS):
+        if ok:
+            return est
+        h *= factor
+        try:
+            est, ok, factor = attempt(build(h))
+        except MechkitError:  # a grid above memory_limit, or one whose rounding floor is above the delta
+            break
+    if ok:
+        return est
+    try:
+        prv = fallback()
+    except MechkitError as exc:
+        warnings.warn(f"the certified interval is wider than eps_error={eps_error:g} asks (mesh "
+                      f"{est.details['mesh']:.3g}); it holds, and no finer grid could answer ({exc})",
+                      MechkitWarning, stacklevel=5)
+        est.details["within_budget"] = False
+        return est
+    lo, up = np.maximum(prv.lower, est.lower), np.minimum(prv.upper, est.upper)
+    val = np.minimum(np.maximum(np.asarray(prv, dtype=float), lo), up)
+    details = dict(prv.details, ctd_mesh=est.details["mesh"],
+                   note="connect the dots left an interval wider than eps_error: the PRV variant's, intersected")
+    if isinstance(est, EstimateArray):
+        return EstimateArray(val, lo, up, "fft", True, details)
+    return Estimate(float(val), float(lo), float(up), "fft", True, details)
+
+
+def _build(items, eps_error, delta_error, memory_limit):
+    return lambda h: CTDComposed(items, eps_error, delta_error, memory_limit, h)
+
+
+def epsilon(items, d, eps_error, delta_error, memory_limit, fallback):
+    """epsilon(d) with connect-the-dots bounds, each within about eps_error of the estimate (``_refined``)."""
+    h = aligned(items, mesh(sum(c for _, c in items), eps_error))
+    return _refined(_build(items, eps_error, delta_error, memory_limit), _epsilon_attempt(d, eps_error), fallback,
+                    h, eps_error)
+
+
+def delta(items, eps, eps_error, delta_error, memory_limit, fallback):
+    """delta(eps) with connect-the-dots bounds, each within the PRV variant's promise (``_refined``)."""
+    h = aligned(items, mesh(sum(c for _, c in items), eps_error))
+    return _refined(_build(items, eps_error, delta_error, memory_limit), _delta_attempt(eps), fallback, h, eps_error)

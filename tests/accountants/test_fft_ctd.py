@@ -1,0 +1,160 @@
+"""The FFT composer's connect-the-dots variant (the default): its two discretisations against exact one-shot curves,
+the contraction against brute force, and its certified intervals against closed forms and exact sums.
+
+Independent references: mu-GDP closed forms (Gaussian compositions), exact binomial sums (randomized response),
+the exact one-shot hockey-stick curve of each PLRV (``PLRV.delta``, checked elsewhere against mpmath), and the
+potential function E (t - Y)_+ of a finite law computed by brute force.
+"""
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import mechkit as mk
+from mechkit.accountants import fft_ctd, fft_grid, fft_sums
+from tests.helpers import approx_dp_pair, rr_delta
+
+TRUTH_DPSGD = 10.053634770654  # sigma 0.8, q 0.01, k 1e4, delta 1e-5 (mpmath contour integral, issue 23)
+
+
+def one_shot(pmf, xs, eps):
+    """Hockey-stick curve of a discrete law of the loss (P side) at each eps: sum p (1 - e^(eps - x))_+."""
+    return np.array([np.sum(pmf * np.maximum(0.0, -np.expm1(e - xs))) for e in eps])
+
+
+@pytest.mark.parametrize("mech", [mk.laplace(scale=1.5), mk.subsample(mk.gaussian(sigma=0.8), 0.05),
+                                  mk.gaussian(sigma=2.0), mk.discrete_laplace(3.0),
+                                  mk.randomized_response(epsilon=0.7)])
+@pytest.mark.parametrize("h", [0.05, 0.0113])
+def test_one_shot_upper_and_lower_pmfs_bracket_the_exact_curve(mech, h):
+    # convex order in e^{-L}: the spread (connect the dots) is at least the exact hockey-stick curve at every eps,
+    # the contraction at most; both keep the mass, the spread also the Q-mass (its mean of e^{-L})
+    grid = fft_grid.Grid(8.0, h)
+    xs = (np.arange(2 * grid.n + 1) - grid.n) * h
+    eps = np.linspace(-1.0, 3.0, 41)
+    for d in ("remove", "add"):
+        plrv = mech.plrv(d)
+        up, lo, inf_mass, out = fft_ctd.discretise(plrv, grid, 0.0)
+        assert inf_mass == 0.0 and out < 1e-12
+        assert up.sum() == pytest.approx(1.0, abs=1e-12) and lo.sum() == pytest.approx(1.0, abs=1e-12)
+        assert np.sum(up * np.exp(-xs)) == pytest.approx(1.0, abs=1e-12)   # E_P[e^{-L}] = Q's mass
+        assert np.sum(lo * np.exp(-xs)) >= 1.0 - 1e-12                     # moves down in L only add to it
+        exact = np.asarray(plrv.delta(eps))
+        assert np.all(one_shot(up, xs, eps) >= exact - 1e-13)
+        assert np.all(one_shot(lo, xs, eps) <= exact + 1e-13)
+        # and close: second order in h where the law is smooth, h times a mass at worst
+        assert np.max(one_shot(up, xs, eps) - exact) < h
+
+
+@given(st.lists(st.tuples(st.integers(0, 12), st.floats(1e-6, 1.0), st.floats(0.0, 1.0)), min_size=1, max_size=25),
+       st.sampled_from([0.01, 0.3, 1.0]))
+def test_contraction_is_below_its_input_in_convex_order(parts, h):
+    # brute force: for the finite law of the parts (masses at losses x_i + theta h, x_i = i h), the contracted grid
+    # law has the same mass and E (t - Y)_+ <= the input's at every t (Y = e^{-L}): the condition under which
+    # composing it can only lower every hockey-stick divergence
+    parts = sorted(parts, key=lambda p: (p[0], p[2]))
+    idx = np.array([p[0] for p in parts], dtype=np.int64)
+    mass = np.array([p[1] for p in parts])
+    theta = np.array([p[2] for p in parts])
+    lr = -theta * h
+    g = fft_sums.contract(idx, mass, lr, h, 13)
+    y_in = np.exp(-(idx * h + theta * h))
+    y_out = np.exp(-(np.arange(14) * h))
+    assert g.sum() == pytest.approx(mass.sum(), rel=1e-12)
+    assert np.all(g >= 0)
+    ts = np.concatenate((y_in, y_out, np.linspace(y_out.min() * 0.9, y_out.max() * 1.1, 200)))
+    for t in ts:
+        phi_in = np.sum(mass * np.maximum(t - y_in, 0.0))
+        phi_out = np.sum(g * np.maximum(t - y_out, 0.0))
+        assert phi_out <= phi_in * (1 + 1e-10) + 1e-15
+
+
+@given(st.floats(0.5, 8.0), st.floats(0.05, 10.0), st.floats(-9.0, -2.0))
+def test_gaussian_intervals_contain_the_closed_form_and_meet_the_budget(sigma, mu, log10_delta):
+    k = max(1, round((mu * sigma) ** 2))   # mu-GDP up to 10 (epsilon up to ~ 90)
+    mu = math.sqrt(k) / sigma
+    run = mk.compose((mk.gaussian(sigma=sigma), k))
+    delta = 10.0 ** log10_delta
+    e = run.epsilon(delta, method="fft")
+    truth = mk.gdp.epsilon(mu, delta)
+    assert e.certified and e.lower <= truth <= e.upper, (e, truth)
+    assert e.details["variant"] == "ctd" and max(e.details["excess"]) <= 0.01
+    # width: each bound within eps_error of the estimate, which is inside: at most 2 eps_error from the truth, plus
+    # the truth's slope over the allowances
+    s = e.details["fp_allowance"] + e.details["tail_allowance"] + e.details["wrap_allowance"]
+    assert e.upper <= mk.gdp.epsilon(mu, delta - s) + 0.02 + 1e-9
+    assert e.lower >= mk.gdp.epsilon(mu, delta + s) - 0.02 - 1e-9
+
+
+@given(st.floats(0.05, 1.5), st.integers(1, 400), st.floats(0.0, 4.0))
+def test_randomized_response_delta_contains_the_binomial_sum(e0, k, eps):
+    # point masses: on a lattice of e0, the grid is aligned to it (a mass between grid points would cost the lower
+    # bound a first-order error); the answer must hold the exact sum either way
+    run = mk.compose((mk.randomized_response(epsilon=e0), k))
+    d = run.delta(eps, method="fft")
+    truth = rr_delta(e0, k, eps)
+    assert d.lower <= truth + 1e-15 and truth <= d.upper + 1e-15, (d, truth)
+
+
+def test_dpsgd_upper_bound_within_1e_4_of_the_truth():
+    # issue 23's setting: an upper bound 1e-4 from the truth (dp_accounting's pessimistic PLD at 1e-4: +2.4e-5)
+    e = mk.dpsgd(0.8, 0.01, 10_000).epsilon(1e-5, method="fft", eps_error=1e-4)
+    assert e.lower <= TRUTH_DPSGD <= e.upper
+    assert e.upper - TRUTH_DPSGD < 1e-4 and TRUTH_DPSGD - e.lower < 2e-4
+    assert abs(float(e) - TRUTH_DPSGD) < 2e-5
+
+
+def test_mesh_follows_the_budget_and_point_masses_sit_on_the_grid():
+    assert fft_ctd._lattice(np.array([-0.5, 0.25, 1.75, 3.0])) == pytest.approx(0.25)
+    assert fft_ctd._lattice(np.array([1.0, math.pi])) == 0.0
+    run = mk.compose((mk.randomized_response(epsilon=0.3), 50))
+    h = fft_ctd.aligned(run.items, 0.007)
+    assert h <= 0.007 and (0.3 / h) == pytest.approx(round(0.3 / h), abs=1e-9)
+    assert fft_ctd.aligned(mk.compose((mk.gaussian(1.0), 5)).items, 0.007) == 0.007  # no point masses
+    # halving eps_error refines the mesh by about sqrt(2)
+    a = fft_ctd.mesh(100, 0.01)
+    assert fft_ctd.mesh(100, 0.005) == pytest.approx(a / math.sqrt(2))
+
+
+def test_mass_at_infinity_is_composed_exactly():
+    m = approx_dp_pair()(eps0=0.5, delta0=1e-4)
+    d = mk.compose((m, 20)).delta(np.array([0.0, 1.0, 3.0]), method="fft")
+    assert np.all(d.lower >= 1.0 - (1.0 - 1e-4) ** 20 - 1e-12)
+    assert d.details["variant"] == "ctd"
+
+
+def test_too_wide_an_interval_falls_back_to_the_prv_variant_intersected():
+    # a two-point loss off any common lattice (subsampled randomized response): the contraction's error is of first
+    # order; with refinement capped at none, the PRV variant answers and the two certified intervals intersect
+    run = mk.compose((mk.subsample(mk.randomized_response(epsilon=1.0), 0.1), 300))
+    old = fft_ctd.REFINEMENTS
+    fft_ctd.REFINEMENTS = 0
+    try:
+        e = run.epsilon(1e-6, method="fft", eps_error=0.002)
+    finally:
+        fft_ctd.REFINEMENTS = old
+    prv = run.epsilon(1e-6, method="fft", variant="prv", eps_error=0.002)
+    assert "intersected" in e.details["note"] and e.details["variant"] == "prv"
+    assert prv.lower <= e.lower <= float(e) <= e.upper <= prv.upper
+
+
+def test_refusal_below_the_floor_names_the_smallest_delta():
+    run = mk.compose((mk.subsample(mk.gaussian(sigma=2.0), 0.01), 3000))
+    with pytest.raises(mk.NumericalLimitError, match=r"smallest certifiable delta with these settings.*spa"):
+        run.epsilon(1e-15, method="fft")
+
+
+def test_planned_memory_covers_the_measured_peak():
+    import tracemalloc
+    run = mk.compose((mk.subsample(mk.gaussian(sigma=1.0), 0.01), 10_000))
+    run.epsilon(1e-5, method="fft", eps_error=0.05)  # warm
+    tracemalloc.start()
+    try:
+        e = run.epsilon(1e-5, method="fft", eps_error=1e-4)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    n = e.details["grid_points"]
+    assert n > 1e5 and e.details["variant"] == "ctd"
+    assert peak <= n * fft_ctd.BYTES_PER_POINT + 2**20
