@@ -198,21 +198,6 @@ def _parts(plrv, xs, p, r, h):
     return (idx[order], mass[order], lr[order]), float(np.sum(ap[snap] * np.abs(up[snap])))
 
 
-def _log_mgf(pmf, x0, h):
-    """log sum_j pmf_j e^{t (x0 + j h)} at each of TILTS and -TILTS (exact sums of the discrete law)."""
-    nz = np.nonzero(pmf > 0.0)[0]
-    if nz.size == 0:
-        return np.full(TILTS.size, -np.inf), np.full(TILTS.size, -np.inf)
-    lp = np.log(pmf[nz])
-    x = x0 + nz * h
-    out = []
-    for sign in (1.0, -1.0):
-        e = lp[None, :] + sign * TILTS[:, None] * x[None, :]
-        top = e.max(axis=1)
-        out.append(top + np.log(np.exp(e - top[:, None]).sum(axis=1)))
-    return out[0], out[1]
-
-
 def _wrap_bound(mgf, grid):
     """Mass of the composed discrete law beyond the circle's range (it wraps around): Chernoff at the best tilt,
     from ``mgf`` = the composed log moment generating functions at TILTS and -TILTS."""
@@ -238,7 +223,7 @@ def compose(items, direction, grid, delta_error):
         out += count * o
         for acc, mgf, pmf in ((up_acc, up_mgf, upper), (lo_acc, lo_mgf, lower)):
             acc.add(pmf, count, 0.0, inf_mass)
-            mgf += count * np.array(_log_mgf(pmf, -grid.n * grid.h, grid.h))
+            mgf += count * np.array(_fs.log_mgf(pmf, -grid.n * grid.h, grid.h, TILTS))
     return tuple(_finish(acc, mgf, out, grid) for acc, mgf in ((up_acc, up_mgf), (lo_acc, lo_mgf)))
 
 

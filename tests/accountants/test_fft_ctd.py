@@ -158,3 +158,18 @@ def test_planned_memory_covers_the_measured_peak():
     n = e.details["grid_points"]
     assert n > 1e5 and e.details["variant"] == "ctd"
     assert peak <= n * fft_ctd.BYTES_PER_POINT + 2**20
+
+
+def test_compiled_moment_generating_function_bounds_the_exact_sums():
+    rng = np.random.default_rng(3)
+    pmf = np.zeros(5000)
+    pmf[1200:3900] = rng.random(2700) * (rng.random(2700) < 0.7)
+    pmf /= pmf.sum()
+    x0, h = -2.5, 1e-3
+    up, down = fft_sums.log_mgf(pmf, x0, h, fft_ctd.TILTS)
+    nz = np.nonzero(pmf)[0]
+    x = x0 + nz * h
+    for t, u, d in zip(fft_ctd.TILTS, up, down):
+        exact_u = math.log(math.fsum(pmf[nz] * np.exp(t * x)))
+        exact_d = math.log(math.fsum(pmf[nz] * np.exp(-t * x)))
+        assert exact_u <= u <= exact_u + 1e-11 and exact_d <= d <= exact_d + 1e-11
