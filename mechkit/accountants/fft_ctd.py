@@ -35,10 +35,13 @@ from ..relations import DIRECTIONS
 from . import fft_grid as fft
 from . import fft_sums as _fs
 
-#: the model of the bounds' spread: upper - lower ~ MESH_CONSTANT * k * h^2 in epsilon (measured 0.72 for DP-SGD at
-#: sigma 0.8, q 0.01, k 1e4; larger where the composed loss is narrow); the mesh is chosen so that the model puts
-#: the spread at 1.5 eps_error (each bound within eps_error of the estimate), then checked on the answer
+#: the model of the bounds' spread: upper - lower ~ MESH_CONSTANT * k * h^2 in epsilon (measured 0.27-0.83 for
+#: DP-SGD where h is below a tenth of the PLRV's standard deviation); the mesh is chosen so that the model puts the
+#: spread at 1.5 eps_error (each bound within eps_error of the estimate), then checked on the answer
 MESH_CONSTANT = 1.0
+#: the mesh is at most this share of the smallest standard deviation of a PLRV (``mesh``): below 0.1 the measured
+#: spread was 0.27-0.83 k h^2 (DP-SGD, sigma 0.5-5, q 0.001-1, k 1e2-1e4)
+SCALE_SHARE = 0.1
 #: a query whose bounds are further than eps_error from its estimate is recomputed on a finer grid, this many times
 REFINEMENTS = 3
 #: peak bytes per grid point of a query: two spectra composed at once, four curves kept (see fft.BYTES_PER_POINT)
@@ -47,9 +50,29 @@ BYTES_PER_POINT = 2 * fft.BYTES_PER_POINT
 TILTS = np.array([0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
 
 
-def mesh(k, eps_error):
-    """The mesh whose model spread is 1.5 eps_error for a total count k."""
-    return math.sqrt(1.5 * eps_error / (MESH_CONSTANT * k))
+def mesh(k, eps_error, items=()):
+    """The mesh whose model spread is 1.5 eps_error for a total count k, and at most SCALE_SHARE of the smallest
+    standard deviation of the PLRVs in ``items`` (where the mesh is not small against the law, the model fails:
+    the spread was measured 5-300 times the model's at h above 0.3 standard deviations)."""
+    h = math.sqrt(1.5 * eps_error / (MESH_CONSTANT * k))
+    for m, _ in items:
+        for d in DIRECTIONS:
+            try:
+                var = float(m.plrv(d).cgf(0.0, 2))
+            except MechkitError:
+                continue
+            if math.isfinite(var) and var > 0.0:
+                h = min(h, SCALE_SHARE * math.sqrt(var))
+    return h
+
+
+def first_mesh(items, eps_error, L, memory_limit):
+    """The mesh a query starts from: ``mesh``, but where the PLRVs' scale asks for a grid above memory_limit, the
+    finest that fits (not coarser than the model's); then ``aligned``."""
+    k = sum(c for _, c in items)
+    model = mesh(k, eps_error)
+    fits = 2.2 * L * BYTES_PER_POINT / memory_limit
+    return aligned(items, max(mesh(k, eps_error, items), min(model, fits)))
 
 
 #: relative tolerance of the common lattice of the point masses (``aligned``)
@@ -240,13 +263,14 @@ class CTDComposed:
     lookup.  ``h`` is the mesh (default from ``mesh``); the domain and tails follow ``fft.plan``."""
 
     def __init__(self, items, eps_error=fft.DEFAULT_EPS_ERROR, delta_error=1e-10,
-                 memory_limit=fft.DEFAULT_MEMORY_LIMIT, h=None):
+                 memory_limit=fft.DEFAULT_MEMORY_LIMIT, h=None, L=None):
         eps_error, delta_error, memory_limit = fft.check_budgets(eps_error, delta_error, memory_limit)
         self.eps_error, self.delta_error = eps_error, delta_error
         k = sum(c for _, c in items)
-        self.h = mesh(k, eps_error) if h is None else h
-        self.grid = fft.grid_for(fft.domain(items, eps_error, delta_error), self.h, memory_limit, eps_error,
-                                 delta_error, per_point=BYTES_PER_POINT, power=2)
+        L = fft.domain(items, eps_error, delta_error) if L is None else L
+        self.h = first_mesh(items, eps_error, L, memory_limit) if h is None else h
+        self.grid = fft.grid_for(L, self.h, memory_limit, eps_error, delta_error, per_point=BYTES_PER_POINT,
+                                 power=2)
         with working(f"composing {k} runs of {len(items)} mechanism(s) on an FFT grid of {self.grid.N} points",
                      when=self.grid.N * len(items) >= fft.PROGRESS_POINTS,
                      silence="mechkit.progress.enabled(False)"):
@@ -356,17 +380,19 @@ def _refined(build, attempt, fallback, h, eps_error):
 
 
 def _build(items, eps_error, delta_error, memory_limit):
-    return lambda h: CTDComposed(items, eps_error, delta_error, memory_limit, h)
+    """(a builder of the composed curves for a mesh, the first mesh): the domain is computed once."""
+    L = fft.domain(items, eps_error, delta_error)
+    return (lambda h: CTDComposed(items, eps_error, delta_error, memory_limit, h, L),
+            first_mesh(items, eps_error, L, memory_limit))
 
 
 def epsilon(items, d, eps_error, delta_error, memory_limit, fallback):
     """epsilon(d) with connect-the-dots bounds, each within about eps_error of the estimate (``_refined``)."""
-    h = aligned(items, mesh(sum(c for _, c in items), eps_error))
-    return _refined(_build(items, eps_error, delta_error, memory_limit), _epsilon_attempt(d, eps_error), fallback,
-                    h, eps_error)
+    build, h = _build(items, eps_error, delta_error, memory_limit)
+    return _refined(build, _epsilon_attempt(d, eps_error), fallback, h, eps_error)
 
 
 def delta(items, eps, eps_error, delta_error, memory_limit, fallback):
     """delta(eps) with connect-the-dots bounds, each within the PRV variant's promise (``_refined``)."""
-    h = aligned(items, mesh(sum(c for _, c in items), eps_error))
-    return _refined(_build(items, eps_error, delta_error, memory_limit), _delta_attempt(eps), fallback, h, eps_error)
+    build, h = _build(items, eps_error, delta_error, memory_limit)
+    return _refined(build, _delta_attempt(eps), fallback, h, eps_error)
