@@ -23,7 +23,9 @@ Cases (q = 0.01 Poisson subsampling, add/remove adjacency, delta = 1e-5):
 
 Libraries and what is timed:
   mechkit  ``mk.compose(*[(mk.subsample(mk.gaussian(sigma=s), q), c) ...]).epsilon(delta, method="fft",
-           eps_error, delta_error)``; certified interval [est.lower, est.upper].
+           eps_error, delta_error, variant)``; certified interval [est.lower, est.upper].  ``--variant prv`` (Theorem
+           5.5, as prv_accountant) is what docs/performance.md's equal-width table measured; the default is the
+           FFT's, connect the dots (narrower at equal budgets; its own column: benchmarks/fft_upper.py).
   prv      ``PRVAccountant(prvs=[PoissonSubsampledGaussianMechanism(s, q) ...], max_self_compositions=[c ...],
            eps_error, delta_error).compute_epsilon(delta, [c ...])`` -> (lower, estimate, upper).  Same eps_error
            and delta_error as mechkit: equal budgets give the same theorem width (Gopi et al. 2021, Thm 5.5).
@@ -172,7 +174,7 @@ def run_mechkit(components, cfg):
     items = [(mk.subsample(mk.gaussian(sigma=s), cfg["q"]), int(c)) for s, c in components]
     kw = {"memory_limit": cfg["memory_limit"]} if cfg.get("memory_limit") else {}
     est = mk.compose(*items).epsilon(cfg["delta"], method="fft", eps_error=cfg["eps_error"],
-                                     delta_error=cfg["delta_error"], **kw)
+                                     delta_error=cfg["delta_error"], variant=cfg.get("variant", "ctd"), **kw)
     return {"epsilon": float(est), "lower": est.lower, "upper": est.upper, "certified": est.certified,
             "details": {k: (float(v) if isinstance(v, (int, float)) or hasattr(v, "__float__") else str(v))
                         for k, v in est.details.items()}}
@@ -362,6 +364,8 @@ def main(argv=None):
     ap.add_argument("--eps-error", type=float, default=0.01, help="eps_error for mechkit and prv (default 0.01)")
     ap.add_argument("--delta-error", type=float, default=1e-8, help="delta_error for mechkit and prv (default 1e-8)")
     ap.add_argument("--delta", type=float, default=DELTA, help="target delta (default 1e-5)")
+    ap.add_argument("--variant", default="ctd", choices=("ctd", "prv"),
+                    help="mechkit's FFT variant (default ctd; docs/performance.md's equal-width table: prv)")
     ap.add_argument("--dp-interval", type=float, default=1e-4,
                     help="dp_accounting value_discretization_interval (default 1e-4, PLDAccountant's default)")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per (library, case) worker (default 900)")
@@ -382,7 +386,7 @@ def main(argv=None):
         ap.error(f"no case matches {unmatched}; cases: {', '.join(c['name'] for c in cases)}")
     cases = [c for c in cases if any(fnmatch.fnmatchcase(c["name"], p) for p in pats)]
 
-    cfg = {"q": Q, "delta": a.delta, "eps_error": a.eps_error, "delta_error": a.delta_error,
+    cfg = {"q": Q, "delta": a.delta, "eps_error": a.eps_error, "delta_error": a.delta_error, "variant": a.variant,
            "dp_interval": a.dp_interval}
     libs = ["mechkit"]
     missing = {}

@@ -95,8 +95,8 @@ def worker(lib, payload_json):
                 t = time.perf_counter()
                 try:
                     up = _upper(lib, comps, knob)
-                except MemoryError:
-                    tried.append({"knob": knob, "error": "MemoryError"})
+                except Exception as exc:  # MemoryError, or mechkit's refusal of a grid above its memory_limit
+                    tried.append({"knob": knob, "error": f"{type(exc).__name__}: {exc}"[:300]})
                     break
                 tried.append({"knob": knob, "upper": up, "excess": up - ref, "s": time.perf_counter() - t})
                 if up - ref <= tau:
