@@ -46,23 +46,29 @@ SCALE_SHARE = 0.1
 REFINEMENTS = 3
 #: peak bytes per grid point of a query: two spectra composed at once, four curves kept (see fft.BYTES_PER_POINT)
 BYTES_PER_POINT = 2 * fft.BYTES_PER_POINT
+#: refinement stops where the excess falls slower than h ** MIN_ORDER (``_refined``)
+MIN_ORDER = 1.5
 #: tilts at which the composed tails beyond the circle are bounded (Chernoff, the best of them)
 TILTS = np.array([0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
 
 
 def mesh(k, eps_error, items=()):
-    """The mesh whose model spread is 1.5 eps_error for a total count k, and at most SCALE_SHARE of the smallest
-    standard deviation of the PLRVs in ``items`` (where the mesh is not small against the law, the model fails:
-    the spread was measured 5-300 times the model's at h above 0.3 standard deviations)."""
+    """The mesh whose model spread is 1.5 eps_error for a total count k, and at most SCALE_SHARE of a step's
+    standard deviation (per direction, the root of the count-weighted mean variance of the PLRVs in ``items``):
+    where the mesh is not small against the law, the model fails (the spread was measured 5-300 times the model's
+    at h above 0.3 standard deviations).  A mechanism whose steps barely move the loss does not set the scale."""
     h = math.sqrt(1.5 * eps_error / (MESH_CONSTANT * k))
-    for m, _ in items:
-        for d in DIRECTIONS:
+    for d in DIRECTIONS:
+        tot, n = 0.0, 0
+        for m, count in items:
             try:
                 var = float(m.plrv(d).cgf(0.0, 2))
             except MechkitError:
                 continue
             if math.isfinite(var) and var > 0.0:
-                h = min(h, SCALE_SHARE * math.sqrt(var))
+                tot, n = tot + count * var, n + count
+        if n:
+            h = min(h, SCALE_SHARE * math.sqrt(tot / n))
     return h
 
 
@@ -99,33 +105,64 @@ def _lattice(values):
     return g if np.all(np.abs(q - np.round(q)) <= 1e-6) else 0.0
 
 
+def _finite_atoms(plrv):
+    v = plrv.atoms()[0]
+    return v[np.isfinite(v)]
+
+
+def _differences(items):
+    """The distances of each PLRV's finite point masses from its smallest one, all PLRVs together (None if none
+    has any)."""
+    laws = [_finite_atoms(m.plrv(d)) for m, _ in items for d in DIRECTIONS]
+    laws = [v for v in laws if v.size]
+    return np.concatenate([v - v.min() for v in laws]) if laws else None
+
+
+def off_lattice(items, h):
+    """Whether the PLRVs have finite point masses that ``aligned`` cannot put on a grid of mesh about h."""
+    diff = _differences(items)
+    return diff is not None and not (diff.max() == 0.0 or _lattice(diff) >= h / 4)
+
+
 def aligned(items, h):
-    """A mesh at most h that puts every point mass of the PLRVs on the grid (h itself where they have none, or no
-    common lattice at least h / 4): an atom between grid points costs the contracted lower bound a first-order
-    error (its mass moves by up to h), an atom on a grid point none."""
-    vals = [v for m, _ in items for d in DIRECTIONS for v in m.plrv(d).atoms()[0]]
-    if not vals:
+    """A mesh at most h that puts every point mass of each PLRV on a grid shifted for that PLRV (``offset``): h
+    itself where there are none, or where the distances between a PLRV's masses have no common lattice at least
+    h / 4.  An atom between grid points costs the contracted lower bound a first-order error (its mass moves by
+    up to h), an atom on a grid point none; the shifts compose into the composed law's shift."""
+    diff = _differences(items)
+    if diff is None or diff.max() == 0.0:
         return h
-    b = _lattice(np.asarray(vals, dtype=float))
+    b = _lattice(diff)
     if not b >= h / 4:
         return h
     return b / math.ceil(b / h - 1e-9)
 
 
-def _edges_window(plrv, grid, tau, inf_mass):
-    """Indices (a, b) of the first and last grid point of the evaluated window (grid point i at (i - n) h) and the
-    finite mass outside it: coarse scans outwards from 0 stop at the first point beyond which a tail is <= tau."""
+def offset(plrv, h):
+    """The shift in [0, h) of the grid that puts the PLRV's finite point masses on grid points, if the distances
+    between them are multiples of h (within LATTICE_TOL); else 0."""
+    v = _finite_atoms(plrv)
+    if v.size == 0:
+        return 0.0
+    c = math.fmod(float(v.min()), h) % h
+    q = (v - v.min()) / h
+    return c if np.all(np.abs(q - np.round(q)) <= 1e-6) else 0.0
+
+
+def _edges_window(plrv, grid, tau, inf_mass, c=0.0):
+    """Indices (a, b) of the first and last grid point of the evaluated window (grid point i at (i - n) h + c) and
+    the finite mass outside it: coarse scans outwards from 0 stop at the first point beyond which a tail is <= tau."""
     n, h = grid.n, grid.h
     last = 2 * n
     up = np.unique(np.append(np.arange(n + 1, last + 1, fft.COARSE_STRIDE), last))
-    S = np.maximum(plrv.sf((up - n) * h) - inf_mass, 0.0)
+    S = np.maximum(plrv.sf((up - n) * h + c) - inf_mass, 0.0)
     ok = S <= tau
     b = int(up[np.argmax(ok)]) if ok.any() else last
     down = np.unique(np.append(np.arange(n - 1, -1, -fft.COARSE_STRIDE), 0))[::-1]
-    F = plrv.cdf((down - n) * h)
+    F = plrv.cdf((down - n) * h + c)
     ok = F <= tau
     a = int(down[np.argmax(ok)]) if ok.any() else 0
-    out = float(plrv.cdf((a - n) * h)) + max(float(plrv.sf((b - n) * h)) - inf_mass, 0.0)
+    out = float(plrv.cdf((a - n) * h + c)) + max(float(plrv.sf((b - n) * h + c)) - inf_mass, 0.0)
     return a, b, out
 
 
@@ -146,14 +183,14 @@ def _cell_masses(law, xs, n_neg, inf_mass):
     return np.maximum(m, 0.0)
 
 
-def discretise(plrv, grid, tau=0.0):
+def discretise(plrv, grid, tau=0.0, c=0.0):
     """The connect-the-dots (upper) and contracted (lower) pmfs of one PLRV's finite part, conditional on being
     finite, on the grid's points -n..n; its mass at +inf; the conditional mass outside the evaluated window."""
     n, h = grid.n, grid.h
     vals, probs = plrv.atoms()
     inf_mass = float(probs[vals == np.inf].sum())
-    a, b, out = _edges_window(plrv, grid, tau, inf_mass)
-    xs = (np.arange(a, b + 1) - n) * h
+    a, b, out = _edges_window(plrv, grid, tau, inf_mass, c)
+    xs = (np.arange(a, b + 1) - n) * h + c
     n_neg = int(np.count_nonzero(xs <= 0.0))
     p = _cell_masses(plrv, xs, n_neg, inf_mass)
     r = _cell_masses(plrv.dual, xs, n_neg, 0.0)
@@ -221,12 +258,13 @@ def _parts(plrv, xs, p, r, h):
     return (idx[order], mass[order], lr[order]), float(np.sum(ap[snap] * np.abs(up[snap])))
 
 
-def _wrap_bound(mgf, grid):
+def _wrap_bound(mgf, grid, shift=0.0):
     """Mass of the composed discrete law beyond the circle's range (it wraps around): Chernoff at the best tilt,
-    from ``mgf`` = the composed log moment generating functions at TILTS and -TILTS."""
+    from ``mgf`` = the composed log moment generating functions at TILTS and -TILTS; ``shift`` the sum of the
+    laws' grid offsets."""
     N, h = grid.N, grid.h
     half = N // 2 + 1
-    top, bottom = (half - 1) * h, -(N - half) * h
+    top, bottom = (half - 1) * h + shift, -(N - half) * h + shift
     up, down = mgf
     with np.errstate(over="ignore"):
         hi = np.exp(np.min(up - TILTS * (top + h / 2)))
@@ -242,18 +280,20 @@ def compose(items, direction, grid, delta_error):
     up_mgf, lo_mgf = np.zeros((2, TILTS.size)), np.zeros((2, TILTS.size))
     out = 0.0
     for m, count in items:
-        upper, lower, inf_mass, o = discretise(m.plrv(direction), grid, tau)
+        plrv = m.plrv(direction)
+        c = offset(plrv, grid.h)
+        upper, lower, inf_mass, o = discretise(plrv, grid, tau, c)
         out += count * o
         for acc, mgf, pmf in ((up_acc, up_mgf, upper), (lo_acc, lo_mgf, lower)):
-            acc.add(pmf, count, 0.0, inf_mass)
-            mgf += count * np.array(_fs.log_mgf(pmf, -grid.n * grid.h, grid.h, TILTS))
+            acc.add(pmf, count, c, inf_mass)
+            mgf += count * np.array(_fs.log_mgf(pmf, -grid.n * grid.h + c, grid.h, TILTS))
     return tuple(_finish(acc, mgf, out, grid) for acc, mgf in ((up_acc, up_mgf), (lo_acc, lo_mgf)))
 
 
 def _finish(acc, mgf, out, grid):
     curve = acc.curve()
     curve.dropped = out
-    curve.wrapped = _wrap_bound(mgf, grid)
+    curve.wrapped = _wrap_bound(mgf, grid, acc.mu)
     curve.slack = curve.fp + out + curve.wrapped
     return curve
 
@@ -327,13 +367,13 @@ class CTDComposed:
 
 
 def _epsilon_attempt(d, eps_error):
-    """A query of epsilon(d) on a composition: (answer, within budget, factor for the next mesh).  The budget is
+    """A query of epsilon(d) on a composition: (answer, within budget, excess over the budget).  The budget is
     the discretisation's: each curve's epsilon at d within eps_error of the estimate (the allowances widen the
     interval further by the curve's slope over them, as delta_error does in the PRV variant)."""
     def attempt(c):
         est = c.epsilon(d)
         side = max(est.details["excess"])
-        return est, side <= eps_error, max(0.25, 0.9 * math.sqrt(eps_error / side)) if side > 0 else 0.5
+        return est, side <= eps_error, side / eps_error
     return attempt
 
 
@@ -342,24 +382,32 @@ def _delta_attempt(eps):
     PRV variant's promise; the allowances, like its delta_error, come on top)."""
     def attempt(c):
         est = c.delta(eps)
-        return est, est.details["within"], 0.5
+        return est, est.details["within"], None
     return attempt
 
 
-def _refined(build, attempt, fallback, h, eps_error):
+def _refined(build, attempt, fallback, h, eps_error, refinements=REFINEMENTS):
     """The query on the model's grid, then on finer ones while it is outside its budget (``attempt``; at most
     REFINEMENTS times, while the grid fits memory_limit and certifies the delta); if still outside, the PRV
     variant's answer (``fallback``, within budget by its theorem) intersected with the last one (both are
-    certified); where the PRV variant cannot answer, the last one, with a warning."""
-    est, ok, factor = attempt(build(h))
-    for _ in range(REFINEMENTS):
+    certified); where the PRV variant cannot answer, the last one, with a warning.  The next mesh assumes the
+    excess falls like h^order (2 at first, then as measured); where it falls slower than MIN_ORDER (point masses
+    off any common lattice: the lower curve's error is of first order), no finer grid is tried."""
+    est, ok, r = attempt(build(h))
+    order = 2.0
+    for _ in range(refinements):
         if ok:
             return est
-        h *= factor
+        h_next = h * (0.5 if r is None else max(0.25, 0.9 * (1.0 / r) ** (1.0 / order)))
         try:
-            est, ok, factor = attempt(build(h))
+            est, ok, r_next = attempt(build(h_next))
         except MechkitError:  # a grid above memory_limit, or one whose rounding floor is above the delta
             break
+        if r is not None and r_next is not None and r_next > 0:
+            order = math.log(r / r_next) / math.log(h / h_next)
+            if order < MIN_ORDER:
+                break
+        h, r = h_next, r_next
     if ok:
         return est
     try:
@@ -380,19 +428,22 @@ def _refined(build, attempt, fallback, h, eps_error):
 
 
 def _build(items, eps_error, delta_error, memory_limit):
-    """(a builder of the composed curves for a mesh, the first mesh): the domain is computed once."""
+    """(a builder of the composed curves for a mesh, the first mesh, the refinements allowed): the domain is
+    computed once; point masses off any common lattice get no refinement (the lower curve's error is of first
+    order there: if the first grid does not meet the budget, the PRV variant answers)."""
     L = fft.domain(items, eps_error, delta_error)
-    return (lambda h: CTDComposed(items, eps_error, delta_error, memory_limit, h, L),
-            first_mesh(items, eps_error, L, memory_limit))
+    h = first_mesh(items, eps_error, L, memory_limit)
+    return (lambda h: CTDComposed(items, eps_error, delta_error, memory_limit, h, L), h,
+            0 if off_lattice(items, h) else REFINEMENTS)
 
 
 def epsilon(items, d, eps_error, delta_error, memory_limit, fallback):
     """epsilon(d) with connect-the-dots bounds, each within about eps_error of the estimate (``_refined``)."""
-    build, h = _build(items, eps_error, delta_error, memory_limit)
-    return _refined(build, _epsilon_attempt(d, eps_error), fallback, h, eps_error)
+    build, h, n = _build(items, eps_error, delta_error, memory_limit)
+    return _refined(build, _epsilon_attempt(d, eps_error), fallback, h, eps_error, n)
 
 
 def delta(items, eps, eps_error, delta_error, memory_limit, fallback):
     """delta(eps) with connect-the-dots bounds, each within the PRV variant's promise (``_refined``)."""
-    build, h = _build(items, eps_error, delta_error, memory_limit)
-    return _refined(build, _delta_attempt(eps), fallback, h, eps_error)
+    build, h, n = _build(items, eps_error, delta_error, memory_limit)
+    return _refined(build, _delta_attempt(eps), fallback, h, eps_error, n)

@@ -124,19 +124,31 @@ def test_mass_at_infinity_is_composed_exactly():
     assert d.details["variant"] == "ctd"
 
 
-def test_too_wide_an_interval_falls_back_to_the_prv_variant_intersected():
-    # a two-point loss off any common lattice (subsampled randomized response): the contraction's error is of first
-    # order; with refinement capped at none, the PRV variant answers and the two certified intervals intersect
-    run = mk.compose((mk.subsample(mk.randomized_response(epsilon=1.0), 0.1), 300))
-    old = fft_ctd.REFINEMENTS
-    fft_ctd.REFINEMENTS = 0
-    try:
-        e = run.epsilon(1e-6, method="fft", eps_error=0.002)
-    finally:
-        fft_ctd.REFINEMENTS = old
+def test_point_masses_off_a_lattice_fall_back_to_the_prv_variant_intersected():
+    # three losses whose distances have no common lattice (log 5/3, log 6/7, log 4/7): the contraction's error is
+    # of first order, so no finer grid is tried; the PRV variant answers and the two certified intervals intersect
+    three = mk.tabulated(p=[0.5, 0.3, 0.2], q=[0.3, 0.35, 0.35])
+    run = mk.compose((three, 200))
+    assert fft_ctd.off_lattice(run.items, 0.01)
+    e = run.epsilon(1e-6, method="fft", eps_error=0.002)
     prv = run.epsilon(1e-6, method="fft", variant="prv", eps_error=0.002)
     assert "intersected" in e.details["note"] and e.details["variant"] == "prv"
     assert prv.lower <= e.lower <= float(e) <= e.upper <= prv.upper
+
+
+def test_two_point_losses_sit_on_a_shifted_grid():
+    # subsampled randomized response: two losses per direction, not multiples of a common step but a common
+    # distance apart: each law gets its own shift of the grid, so both composed curves are exact up to rounding
+    m = mk.subsample(mk.randomized_response(epsilon=1.0), 0.05)
+    run = mk.compose((m, 300))
+    assert not fft_ctd.off_lattice(run.items, 0.01)
+    h = fft_ctd.aligned(run.items, 0.01)
+    for d in ("remove", "add"):
+        v = m.plrv(d).atoms()[0]
+        c = fft_ctd.offset(m.plrv(d), h)
+        assert np.allclose((v - c) / h, np.round((v - c) / h), atol=1e-6)
+    e = run.epsilon(1e-6, method="fft")
+    assert e.details["variant"] == "ctd" and max(e.details["excess"]) < 1e-6
 
 
 def test_refusal_below_the_floor_names_the_smallest_delta():
