@@ -258,6 +258,29 @@ def _parts(plrv, xs, p, r, h):
     return (idx[order], mass[order], lr[order]), float(np.sum(ap[snap] * np.abs(up[snap])))
 
 
+#: laws with more support points than this have their moment generating functions summed by the compiled pass
+#: (``fft_sums.log_mgf``, compiled on first use: a query on a small grid, the default budget's, does not wait for it)
+COMPILED_MGF_POINTS = 20_000
+
+
+def log_mgf(pmf, x0, h):
+    """log sum_j pmf_j e^{+-t (x0 + j h)} at each t of TILTS (exact sums of the discrete law, from its extreme
+    support point: no overflow), for the Chernoff bound on the wrap-around; upper bounds by the compiled pass for
+    large laws."""
+    nz = np.nonzero(pmf > 0.0)[0]
+    if nz.size == 0:
+        return np.full(TILTS.size, -np.inf), np.full(TILTS.size, -np.inf)
+    if nz.size > COMPILED_MGF_POINTS:
+        return _fs.log_mgf(pmf, x0, h, TILTS)
+    lp = np.log(pmf[nz])
+    out = []
+    for sign, ref in ((1.0, nz[-1]), (-1.0, nz[0])):
+        e = lp[None, :] + sign * TILTS[:, None] * ((nz - ref) * h)[None, :]
+        top = e.max(axis=1)
+        out.append(top + np.log(np.exp(e - top[:, None]).sum(axis=1)) + sign * TILTS * (x0 + ref * h))
+    return out[0], out[1]
+
+
 def _wrap_bound(mgf, grid, shift=0.0):
     """Mass of the composed discrete law beyond the circle's range (it wraps around): Chernoff at the best tilt,
     from ``mgf`` = the composed log moment generating functions at TILTS and -TILTS; ``shift`` the sum of the
@@ -286,7 +309,7 @@ def compose(items, direction, grid, delta_error):
         out += count * o
         for acc, mgf, pmf in ((up_acc, up_mgf, upper), (lo_acc, lo_mgf, lower)):
             acc.add(pmf, count, c, inf_mass)
-            mgf += count * np.array(_fs.log_mgf(pmf, -grid.n * grid.h + c, grid.h, TILTS))
+            mgf += count * np.array(log_mgf(pmf, -grid.n * grid.h + c, grid.h))
     return tuple(_finish(acc, mgf, out, grid) for acc, mgf in ((up_acc, up_mgf), (lo_acc, lo_mgf)))
 
 

@@ -118,7 +118,7 @@ def contract(idx, p, lr, h, n):
     return g
 
 
-@njit(types.UniTuple(A1, 2)(A1, types.float64, types.float64, A1), cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def log_mgf(pmf, x0, h, tilts):
     """Upper bounds on log sum_j pmf_j e^{+-t (x0 + j h)} at each t of ``tilts`` (``fft_ctd``'s Chernoff bound on
     the wrap-around).  Scaled from the law's extreme support point and stepped by the rounded factor e^{-t h}: the
