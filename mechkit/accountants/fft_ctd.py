@@ -260,7 +260,7 @@ def _parts(plrv, xs, p, r, h):
 
 #: laws with more support points than this have their moment generating functions summed by the compiled pass
 #: (``fft_sums.log_mgf``, compiled on first use: a query on a small grid, the default budget's, does not wait for it)
-COMPILED_MGF_POINTS = 20_000
+COMPILED_MGF_POINTS = 5_000
 
 
 def log_mgf(pmf, x0, h):
