@@ -137,13 +137,7 @@ def delta(items, epsilon, eps_error=DEFAULT_EPS_ERROR, delta_error=1e-10, memory
     """
     eps_error, delta_error, memory_limit = check_budgets(eps_error, delta_error, memory_limit)
     eps = np.atleast_1d(np.asarray(epsilon, float))
-    v = _variant(variant, L, n)
-    if v == "fa":
-        return fft_fa.fa_delta(items, eps, eps_error, delta_error, memory_limit, L, n)
-    if v == "ctd":
-        return fft_ctd.delta(items, eps, eps_error, delta_error, memory_limit,
-                             lambda: Composed(items, eps_error, delta_error, memory_limit).delta(eps))
-    return Composed(items, eps_error, delta_error, memory_limit).delta(eps)
+    return _answer("delta", items, eps, eps_error, delta_error, memory_limit, variant, L, n)
 
 
 def epsilon(items, delta_, eps_error=DEFAULT_EPS_ERROR, delta_error=None, memory_limit=DEFAULT_MEMORY_LIMIT,
@@ -156,13 +150,22 @@ def epsilon(items, delta_, eps_error=DEFAULT_EPS_ERROR, delta_error=None, memory
     eps_error, delta_error, memory_limit = check_budgets(eps_error, delta_error, memory_limit)
     if not delta_error < d:
         raise ParameterError(f"delta_error must be below delta = {d:g}, got {delta_error:g}")
+    return _answer("epsilon", items, d, eps_error, delta_error, memory_limit, variant, L, n)
+
+
+_VARIANTS = {"delta": (fft_fa.fa_delta, fft_ctd.delta), "epsilon": (fft_fa.fa_epsilon, fft_ctd.epsilon)}
+
+
+def _answer(query, items, arg, eps_error, delta_error, memory_limit, variant, L, n):
+    """The query ("delta" or "epsilon") by the variant; connect the dots falls back on the PRV variant."""
+    fa, ctd = _VARIANTS[query]
     v = _variant(variant, L, n)
     if v == "fa":
-        return fft_fa.fa_epsilon(items, d, eps_error, delta_error, memory_limit, L, n)
-    if v == "ctd":
-        return fft_ctd.epsilon(items, d, eps_error, delta_error, memory_limit,
-                               lambda: Composed(items, eps_error, delta_error, memory_limit).epsilon(d))
-    return Composed(items, eps_error, delta_error, memory_limit).epsilon(d)
+        return fa(items, arg, eps_error, delta_error, memory_limit, L, n)
+
+    def prv():
+        return getattr(Composed(items, eps_error, delta_error, memory_limit), query)(arg)
+    return ctd(items, arg, eps_error, delta_error, memory_limit, prv) if v == "ctd" else prv()
 
 
 def _variant(variant, L, n):
