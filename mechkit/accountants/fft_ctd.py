@@ -29,7 +29,6 @@ import numpy as np
 
 from ..errors import MechkitError, MechkitWarning, NumericalLimitError
 from ..estimate import Estimate, EstimateArray
-from ..laws.plrv import composed_inf_mass
 from ..progress import working
 from ..relations import DIRECTIONS
 from . import fft_grid as fft
@@ -73,16 +72,19 @@ def mesh(k, eps_error, items=()):
 
 
 def first_mesh(items, eps_error, L, memory_limit):
-    """The mesh a query starts from: ``mesh``, but where the PLRVs' scale asks for a grid above memory_limit, the
-    finest that fits (not coarser than the model's); then ``aligned``."""
+    """(the mesh a query starts from, whether point masses are off any lattice): ``mesh``, but where the PLRVs'
+    scale asks for a grid above memory_limit, the finest that fits (not coarser than the model's); then aligned
+    (``_alignment``)."""
     k = sum(c for _, c in items)
     model = mesh(k, eps_error)
     fits = 2.2 * L * BYTES_PER_POINT / memory_limit
-    return aligned(items, max(mesh(k, eps_error, items), min(model, fits)))
+    return _alignment(items, max(mesh(k, eps_error, items), min(model, fits)))
 
 
 #: relative tolerance of the common lattice of the point masses (``aligned``)
 LATTICE_TOL = 1e-9
+#: how far (in steps of the lattice) a value may sit from a multiple of it and still count as on it
+ON_LATTICE = 1e-6
 
 
 def _lattice(values):
@@ -102,7 +104,7 @@ def _lattice(values):
         if g <= 1e3 * tol:
             return 0.0
     q = v / g
-    return g if np.all(np.abs(q - np.round(q)) <= 1e-6) else 0.0
+    return g if np.all(np.abs(q - np.round(q)) <= ON_LATTICE) else 0.0
 
 
 def _finite_atoms(plrv):
@@ -118,10 +120,20 @@ def _differences(items):
     return np.concatenate([v - v.min() for v in laws]) if laws else None
 
 
+def _alignment(items, h):
+    """(``aligned``'s mesh, ``off_lattice``'s answer) from one look at the point masses."""
+    diff = _differences(items)
+    if diff is None or diff.max() == 0.0:
+        return h, False
+    b = _lattice(diff)
+    if not b >= h / 4:
+        return h, True
+    return b / math.ceil(b / h - 1e-9), False
+
+
 def off_lattice(items, h):
     """Whether the PLRVs have finite point masses that ``aligned`` cannot put on a grid of mesh about h."""
-    diff = _differences(items)
-    return diff is not None and not (diff.max() == 0.0 or _lattice(diff) >= h / 4)
+    return _alignment(items, h)[1]
 
 
 def aligned(items, h):
@@ -129,24 +141,18 @@ def aligned(items, h):
     itself where there are none, or where the distances between a PLRV's masses have no common lattice at least
     h / 4.  An atom between grid points costs the contracted lower bound a first-order error (its mass moves by
     up to h), an atom on a grid point none; the shifts compose into the composed law's shift."""
-    diff = _differences(items)
-    if diff is None or diff.max() == 0.0:
-        return h
-    b = _lattice(diff)
-    if not b >= h / 4:
-        return h
-    return b / math.ceil(b / h - 1e-9)
+    return _alignment(items, h)[0]
 
 
 def offset(plrv, h):
     """The shift in [0, h) of the grid that puts the PLRV's finite point masses on grid points, if the distances
-    between them are multiples of h (within LATTICE_TOL); else 0."""
+    between them are multiples of h (within ON_LATTICE steps); else 0."""
     v = _finite_atoms(plrv)
     if v.size == 0:
         return 0.0
     c = math.fmod(float(v.min()), h) % h
     q = (v - v.min()) / h
-    return c if np.all(np.abs(q - np.round(q)) <= 1e-6) else 0.0
+    return c if np.all(np.abs(q - np.round(q)) <= ON_LATTICE) else 0.0
 
 
 def _edges_window(plrv, grid, tau, inf_mass, c=0.0):
@@ -157,13 +163,12 @@ def _edges_window(plrv, grid, tau, inf_mass, c=0.0):
     up = np.unique(np.append(np.arange(n + 1, last + 1, fft.COARSE_STRIDE), last))
     S = np.maximum(plrv.sf((up - n) * h + c) - inf_mass, 0.0)
     ok = S <= tau
-    b = int(up[np.argmax(ok)]) if ok.any() else last
+    hi = int(np.argmax(ok)) if ok.any() else len(up) - 1   # the scan ends at the last point
     down = np.unique(np.append(np.arange(n - 1, -1, -fft.COARSE_STRIDE), 0))[::-1]
     F = plrv.cdf((down - n) * h + c)
     ok = F <= tau
-    a = int(down[np.argmax(ok)]) if ok.any() else 0
-    out = float(plrv.cdf((a - n) * h + c)) + max(float(plrv.sf((b - n) * h + c)) - inf_mass, 0.0)
-    return a, b, out
+    lo = int(np.argmax(ok)) if ok.any() else len(down) - 1   # and at point 0
+    return int(down[lo]), int(up[hi]), float(F[lo]) + float(S[hi])
 
 
 def _cell_masses(law, xs, n_neg, inf_mass):
@@ -331,14 +336,13 @@ class CTDComposed:
         self.eps_error, self.delta_error = eps_error, delta_error
         k = sum(c for _, c in items)
         L = fft.domain(items, eps_error, delta_error) if L is None else L
-        self.h = first_mesh(items, eps_error, L, memory_limit) if h is None else h
+        self.h = first_mesh(items, eps_error, L, memory_limit)[0] if h is None else h
         self.grid = fft.grid_for(L, self.h, memory_limit, eps_error, delta_error, per_point=BYTES_PER_POINT,
                                  power=2)
         with working(f"composing {k} runs of {len(items)} mechanism(s) on an FFT grid of {self.grid.N} points",
                      when=self.grid.N * len(items) >= fft.PROGRESS_POINTS,
                      silence="mechkit.progress.enabled(False)"):
             self.curves = {d: compose(items, d, self.grid, delta_error) for d in DIRECTIONS}
-        self.inf_mass = {d: composed_inf_mass(items, d) for d in DIRECTIONS}
 
     def details(self):
         cs = [c for pair in self.curves.values() for c in pair]
@@ -371,7 +375,7 @@ class CTDComposed:
     def epsilon(self, d):
         """Smallest epsilon with delta(epsilon) <= d, max over the directions: Estimate."""
         pairs = list(self.curves.values())
-        inf_mass = max(self.inf_mass.values())
+        inf_mass = max(u.inf_mass for u, _ in pairs)
         slack = max(u.slack for u, _ in pairs)
         if d - slack <= inf_mass:
             raise NumericalLimitError(
@@ -455,9 +459,8 @@ def _build(items, eps_error, delta_error, memory_limit):
     computed once; point masses off any common lattice get no refinement (the lower curve's error is of first
     order there: if the first grid does not meet the budget, the PRV variant answers)."""
     L = fft.domain(items, eps_error, delta_error)
-    h = first_mesh(items, eps_error, L, memory_limit)
-    return (lambda h: CTDComposed(items, eps_error, delta_error, memory_limit, h, L), h,
-            0 if off_lattice(items, h) else REFINEMENTS)
+    h, off = first_mesh(items, eps_error, L, memory_limit)
+    return lambda h: CTDComposed(items, eps_error, delta_error, memory_limit, h, L), h, 0 if off else REFINEMENTS
 
 
 def epsilon(items, d, eps_error, delta_error, memory_limit, fallback):

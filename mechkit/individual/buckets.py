@@ -263,7 +263,7 @@ class _Side:
         Y = mag * np.cos(ph) + 1j * (mag * np.sin(ph))
         K = rows.sum(axis=1)
         e_x = (_fft.FFT_ERROR_CONSTANT * math.log2(self.N) + s) * U     # error of each (wrapped) spectrum
-        # first order: the spectra's errors amplified by the product (as fft._Amplification), then the log, the
+        # first order: the spectra's errors amplified by the product (as fft_grid._Amplification), then the log, the
         # matrix product (gamma_B sum k |log X|), the window phase and the exponential
         rel = e_x * inv + (self.B + 2) * U * (np.maximum(-lr, 0.0) + absarg) + 2 * U * K[:, None] \
             + 4 * U * (1.0 + 2.0 * np.pi * j[None, :]) + 4 * U

@@ -18,7 +18,7 @@ clip bound is in bucket 0, sigma = z: exactly the worst case.  The state is one 
 the paper's linear grid in sigma (or one in the sensitivity) bounds it only absolutely, which inflates the small
 individual epsilons most (measured in ``benchmarks/individual.py``).
 
-**Composition on one grid (fft.py).**  The grid is the FFT composer's (Theorem 5.5 mesh for the largest number of
+**Composition on one grid (fft_grid.py).**  The grid is the FFT composer's (Theorem 5.5 mesh for the largest number of
 steps, Remark 5.6 domain for the worst-case composition, which dominates every example's), on a circle of N = 2^p
 points; each bucket's pair is discretised once per direction (``fft.discretise``, mean-preserving).  Example i's
 composed pmf has the spectrum ``prod_b X_b^(k_ib)``, computed as ``exp(counts @ log X)`` for the distinct rows of
@@ -42,7 +42,7 @@ found by interpolation in log delta (safeguarded by bisection) and inverted exac
 
 **Bounds.**  As ``mk.compose(...).epsilon(delta)``: Theorem 5.5 gives ``delta(eps) <= delta~(eps - eps_error) +
 delta_error`` and ``>= delta~(eps + eps_error) - delta_error``; each row adds its own allowance: floating-point
-error of the spectra and sums (the first-order model of ``fft._Amplification``, per frequency), the dropped band,
+error of the spectra and sums (the first-order model of ``fft_grid._Amplification``, per frequency), the dropped band,
 the wrapped tails and the finite mass the discretisation dropped.  ``lower`` bounds the bucketed composition, not
 the example (bucketing only ever overstates); ``upper`` is a certified upper bound for the example itself.
 
