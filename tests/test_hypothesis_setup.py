@@ -14,18 +14,12 @@ PINNED = {
         "optional (peers installed only): a calibration and two dp_accounting PLD compositions, ~2 s an example",
     "tests/accountants/test_reference_contour.py::test_fft_and_spa_bounds_contain_independent_reference":
         "about 0.23 s an example (a contour-integral reference, the FFT and the SPA); 50 keep the suite under 5 min",
-    "tests/laws/test_piecewise_densities.py::test_random_truncated_laplace_one_shot_against_mpmath":
-        "about 0.5 s an example (two mpmath hockey-stick quadratures with root finding)",
     "tests/accountants/test_edgeworth.py::test_random_intervals_contain_the_contour_truth":
         "being reworked on the contour reference; about 0.5 s an example",
     "tests/accountants/test_spa.py::test_random_dp_sgd_intervals_hold_the_contour_truth":
         "being reworked on the contour reference; about 0.8 s an example",
     "tests/individual/test_individual_pld_references.py::test_subsampled_random_examples_against_the_contour_reference":
         "about 2.5 s an example (the heterogeneous contour reference)",
-    "tests/transforms/test_relations_and_sampling.py::test_random_without_replacement_upper_bounds_hold_both_orientations":
-        "about 3 s an example (three two-run nested integrals by brute force)",
-    "tests/laws/test_piecewise_densities.py::test_random_mixtures_fft_and_spa_hold_the_reference_and_intersect":
-        "about 0.7 s an example (two mpmath one-shot curves, two lattice brackets of the composed loss, FFT and SPA)",
 }
 
 

@@ -79,11 +79,14 @@ def contract(idx, p, lr, h, n):
         if rest <= 0.0:
             continue
         i = idx[t]
+        # lr in [-h, 0] exactly: a part a rounding below -h would never fit a group of its own (a sweep that
+        # does not end)
+        lt = min(max(lr[t], -h), 0.0)
         if j < 0:
-            j = i + 1 if lr[t] < 0.0 else i
+            j = i + 1 if lt < 0.0 else i
             t0, r0 = t, rest
         while rest > 0.0:
-            dl = math.expm1(lr[t] + (j - i) * h)  # (y_t - G_j) / G_j
+            dl = math.expm1(lt + (j - i) * h)  # (y_t - G_j) / G_j
             if dl >= 0.0 or rest * (-dl) < D:
                 W += rest
                 D += rest * dl
@@ -94,7 +97,7 @@ def contract(idx, p, lr, h, n):
                 rest -= w
                 W = 0.0
                 D = 0.0
-                j = i + 1 if lr[t] < 0.0 else i
+                j = i + 1 if lt < 0.0 else i
                 t0, r0 = t, rest
     if W > 0.0:
         # the last group, whose mean is below x_j in L: all of it down to the grid point at or below its mean loss

@@ -70,6 +70,18 @@ def test_contraction_is_below_its_input_in_convex_order(parts, h):
         assert phi_out <= phi_in * (1 + 1e-10) + 1e-15
 
 
+def test_contraction_ends_where_a_part_lies_a_rounding_below_its_cell():
+    # found by the random-mixture property (tests/laws/test_piecewise_densities.py, w = m1 = m2 = 0.36, k = 3): a
+    # cell's log ratio, clipped to the grid's difference x_1 - x_0, lay 1.1e-14 relative below -h, and the sweep
+    # closed empty groups forever; at -h exactly the part is the grid point x_1 (y = G_1)
+    h = 0.05139438345108645
+    for lr0 in (-h * (1 + 1.15e-14), -h):
+        g = fft_sums.contract(np.array([0], dtype=np.int64), np.array([1.0]), np.array([lr0]), h, 3)
+        assert g.tolist() == [0.0, 1.0, 0.0, 0.0]
+        g = fft_sums.contract(np.array([0, 1], dtype=np.int64), np.array([1.0, 0.5]), np.array([lr0, -0.5 * h]), h, 3)
+        assert g.tolist() == [0.0, 1.5, 0.0, 0.0]
+
+
 @given(st.floats(0.5, 8.0), st.floats(0.05, 10.0), st.floats(-9.0, -2.0))
 def test_gaussian_intervals_contain_the_closed_form_and_meet_the_budget(sigma, mu, log10_delta):
     k = max(1, round((mu * sigma) ** 2))   # mu-GDP up to 10 (epsilon up to ~ 90)

@@ -1,4 +1,4 @@
-"""Independent references for densities with pieces (mpmath and NumPy only; nothing from mechkit).
+"""Independent references for densities with pieces (mpmath, NumPy and SciPy only; nothing from mechkit).
 
 A test mechanism is given by its densities as plain functions (lambdified from the same SymPy expressions the
 user writes, so that the reference shares no derived quantity with mechkit) and by the points where p or q
@@ -6,7 +6,8 @@ changes form or the loss log p/q changes monotonicity (``cuts``, written by hand
 
 * ``hockey_stick(f, g, eps, cuts)``: the one-shot curve H_{e^eps}(f || g) = integral of (f - e^eps g)_+, by
   mpmath quadrature at 30 digits, split at the cuts and at every root of f - e^eps g (a sign scan on each part,
-  then bisection), so that each integrand is smooth.  Remove is (p, q), add is (q, p).
+  then bisection), so that each integrand is smooth.  Remove is (p, q), add is (q, p).  Given the densities as
+  NumPy functions too, the sign scan runs in NumPy (each change re-checked in mpmath): the same answer, ~5x faster.
 * ``loss_bracket(f, g, cuts, M)``: the law of L = log f/g under f as a certified lattice ``Bracket``
   (``tests/references/lattice.py``): the output axis is cut into cells inside each part (L monotone there), the
   f-mass of a cell (Gauss-Legendre, 16 nodes, on a smooth integrand) is placed at the lattice point below the
@@ -25,6 +26,7 @@ import math
 
 import mpmath as mp
 import numpy as np
+from scipy import integrate
 
 from .lattice import Bracket, Lattice, LatticeReference
 
@@ -47,19 +49,19 @@ def _scan_points(a, b, n=400):
     return list(np.sign(np.linspace(-1, 1, n)) * np.geomspace(1e-6, 400.0, n))
 
 
-def hockey_stick(f, g, eps, cuts, lo=-math.inf, hi=math.inf):
-    """integral over (lo, hi) of (f - e^eps g)_+ in mpmath (module docstring)."""
+def hockey_stick(f, g, eps, cuts, lo=-math.inf, hi=math.inf, f_np=None, g_np=None):
+    """integral over (lo, hi) of (f - e^eps g)_+ in mpmath (module docstring).  With ``f_np``, ``g_np`` (the same
+    densities as vectorised NumPy functions) the sign scan runs in NumPy and each change it finds is looked at
+    again in mpmath on the scan points around it (a root within rounding of a scan point is neither lost nor
+    doubled)."""
     with mp.workdps(DPS):
         c = mp.exp(mp.mpf(eps))
         h = lambda x: f(x) - c * g(x)
         total = mp.mpf(0)
         for a, b in _parts(cuts, lo, hi):
             xs = _scan_points(a, b)
-            vals = [h(mp.mpf(x)) for x in xs]
-            roots = []
-            for (x0, v0), (x1, v1) in zip(zip(xs, vals), zip(xs[1:], vals[1:])):
-                if (v0 > 0) != (v1 > 0):
-                    roots.append(mp.findroot(h, (mp.mpf(x0), mp.mpf(x1)), solver="bisect"))
+            roots = [mp.findroot(h, (mp.mpf(xs[i]), mp.mpf(xs[i + 1])), solver="bisect")
+                     for i in _sign_changes(h, xs, None if f_np is None else (f_np, g_np, math.exp(eps)))]
             pts = [mp.mpf(a) if math.isfinite(a) else (mp.ninf if a < 0 else mp.inf), *roots,
                    mp.mpf(b) if math.isfinite(b) else (mp.inf if b > 0 else mp.ninf)]
             for u, v in zip(pts[:-1], pts[1:]):
@@ -69,20 +71,36 @@ def hockey_stick(f, g, eps, cuts, lo=-math.inf, hi=math.inf):
         return total
 
 
-def _cells(f, a, b, n):
-    """Cell edges on the part (a, b) and the mass beyond the last edge towards an infinite end (< 1e-16)."""
+def _sign_changes(h, xs, numpy_pair):
+    """Indices i with h = f - c g of opposite signs (in mpmath) at xs[i] and xs[i + 1]: from an mpmath scan, or
+    from a NumPy scan of (f, g, c) whose changes are re-checked in mpmath one scan point either side."""
+    if numpy_pair is None:
+        pos = [h(mp.mpf(x)) > 0 for x in xs]
+        return [i for i in range(len(xs) - 1) if pos[i] != pos[i + 1]]
+    fn, gn, c = numpy_pair
+    pts = np.asarray(xs, dtype=float)
+    pos = np.asarray(fn(pts), dtype=float) - c * np.asarray(gn(pts), dtype=float) > 0
+    near = sorted({j for i in np.flatnonzero(pos[:-1] != pos[1:]) for j in range(i - 1, i + 3) if 0 <= j < len(xs)})
+    exact = {j: h(mp.mpf(xs[j])) > 0 for j in near}
+    return [j for j in near if j + 1 in exact and exact[j] != exact[j + 1]]
+
+
+def _cells(f_np, a, b, n):
+    """Cell edges on the part (a, b) and the mass beyond the last edge towards an infinite end (< 1e-16; by SciPy's
+    quad in double precision, its error estimate added: the tail enters the bracket as an absolute allowance)."""
     if math.isfinite(a) and math.isfinite(b):
         return np.linspace(a, b, n + 1), 0.0
     end = a if math.isfinite(a) else b
     side = 1.0 if math.isfinite(a) else -1.0
     T = 1.0
-    with mp.workdps(DPS):
-        while True:
-            far = end + side * T
-            tail = mp.quad(lambda x: f(x), [far, mp.inf] if side > 0 else [mp.ninf, far])
-            if tail < 1e-16:
-                break
-            T *= 2.0
+    while True:
+        far = end + side * T
+        val, err = integrate.quad(lambda x: float(f_np(x)), *((far, math.inf) if side > 0 else (-math.inf, far)),
+                                  epsabs=1e-30, epsrel=1e-8, limit=200)
+        tail = val + err
+        if tail < 1e-16:
+            break
+        T *= 2.0
     edges = end + side * np.linspace(0.0, T, n + 1)
     return (edges if side > 0 else edges[::-1]), float(tail)
 
@@ -105,7 +123,7 @@ def loss_bracket(f, g, f_np, g_np, cuts, M=2000, cells=4000, lo=-math.inf, hi=ma
         fm, gm = float(f(mp.mpf(mid))), float(g(mp.mpf(mid)))
         if fm == 0:
             continue  # no f-mass on this part
-        edges, t = _cells(f, a, b, cells)
+        edges, t = _cells(f_np, a, b, cells)
         tail += t
         u, v = edges[:-1], edges[1:]
         nodes = 0.5 * (u + v)[:, None] + 0.5 * (v - u)[:, None] * GL_NODES[None, :]

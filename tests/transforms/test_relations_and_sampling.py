@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from scipy import special
 
@@ -97,16 +97,38 @@ def test_lebeda_regime_poisson_against_without_replacement():
     assert est.lower > 13.3  # the attained composition: far above Poisson's
 
 
-@settings(max_examples=5)
+def _zhu_dong_wang_pair(sigma, n):
+    """The record at 1 against -1 with every other record at -1, batch size 1 of n, Gaussian noise 2 sigma."""
+    d, d2 = (1.0,) + (-1.0,) * (n - 1), (-1.0,) * n
+    return (bf.output(d, "without_replacement", 1, "gaussian", 2 * sigma),
+            bf.output(d2, "without_replacement", 1, "gaussian", 2 * sigma))
+
+
+def test_monotone_two_run_reference_is_the_brute_force():
+    """The vectorised two-run reference (a monotone privacy loss in the second run) against the nested brute force,
+    in both orientations and the mixed one; the other mixed order (the runs swapped) is the same divergence; a
+    second pair with a non-monotone loss is refused."""
+    for sigma, n, eps, orient in [(3.0, 2, 0.0, "pp"), (1.0, 5, 0.3, "qq"), (0.6, 12, 1.0, "mixed")]:
+        p, q = _zhu_dong_wang_pair(sigma, n)
+        first, second = {"pp": ((p, q), (p, q)), "qq": ((q, p), (q, p)), "mixed": ((p, q), (q, p))}[orient]
+        fast = bf.two_run_delta_monotone(first, second, eps)
+        assert fast > 1e-3
+        assert fast == pytest.approx(bf.two_run_delta(first, second, eps), rel=1e-9, abs=0)
+        if orient == "mixed":
+            assert bf.two_run_delta_monotone(second, first, eps) == pytest.approx(fast, rel=1e-12, abs=0)
+    bump = bf.Mixture({-2.0: 0.5, 2.0: 0.5}, "gaussian", 1.0), bf.Mixture({0.0: 1.0}, "gaussian", 1.0)
+    with pytest.raises(ValueError, match="not monotone"):
+        bf.two_run_delta_monotone((p, q), bump, 0.5)
+
+
 @given(sigma=st.floats(0.6, 3.0), n=st.integers(2, 12), eps=st.sampled_from([0.0, 0.3, 1.0]))
 def test_random_without_replacement_upper_bounds_hold_both_orientations(sigma, n, eps):
     """The record at 1 against -1 with every other record at -1, batch size 1 of n: per run the pair of Zhu, Dong
-    and Wang; two runs in the same and in opposite orientations; the certified upper bound holds both."""
-    d, d2 = (1.0,) + (-1.0,) * (n - 1), (-1.0,) * n
-    p = bf.output(d, "without_replacement", 1, "gaussian", 2 * sigma)
-    q = bf.output(d2, "without_replacement", 1, "gaussian", 2 * sigma)
-    truth = max(bf.two_run_delta((p, q), (p, q), eps), bf.two_run_delta((q, p), (q, p), eps),
-                bf.two_run_delta((p, q), (q, p), eps))
+    and Wang; two runs in the same and in opposite orientations; the certified upper bound holds both (the
+    vectorised two-run reference, checked against the brute force above)."""
+    p, q = _zhu_dong_wang_pair(sigma, n)
+    truth = max(bf.two_run_delta_monotone((p, q), (p, q), eps), bf.two_run_delta_monotone((q, p), (q, p), eps),
+                bf.two_run_delta_monotone((p, q), (q, p), eps))
     m = mk.subsample(mk.gaussian(sigma, 0.5), 1.0 / n, scheme="without_replacement", relation="replace_one")
     est = mk.compose((m, 2)).delta(eps)
     assert truth <= est.upper * (1 + 1e-9) + 1e-12
