@@ -12,14 +12,6 @@ from tests.helpers import ROOT, Reached
 PINNED = {
     "tests/test_peers_calibration.py::test_calibrated_noise_is_safe_and_tight_by_dp_accounting":
         "optional (peers installed only): a calibration and two dp_accounting PLD compositions, ~2 s an example",
-    "tests/accountants/test_reference_contour.py::test_fft_and_spa_bounds_contain_independent_reference":
-        "about 0.23 s an example (a contour-integral reference, the FFT and the SPA); 50 keep the suite under 5 min",
-    "tests/accountants/test_edgeworth.py::test_random_intervals_contain_the_contour_truth":
-        "being reworked on the contour reference; about 0.5 s an example",
-    "tests/accountants/test_spa.py::test_random_dp_sgd_intervals_hold_the_contour_truth":
-        "being reworked on the contour reference; about 0.8 s an example",
-    "tests/individual/test_individual_pld_references.py::test_subsampled_random_examples_against_the_contour_reference":
-        "about 2.5 s an example (the heterogeneous contour reference)",
 }
 
 

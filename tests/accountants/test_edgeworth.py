@@ -221,7 +221,7 @@ _SG_REFERENCE = Reached(contour=0.5)
 
 
 @_SG_REFERENCE
-@settings(max_examples=12, deadline=None)
+@settings(deadline=None)
 @given(p=st.floats(0.005, 0.3), sigma=st.floats(0.6, 2.5), k=st.integers(2, 3000), eps=st.floats(0.05, 4.0))
 def test_random_intervals_contain_the_contour_truth(p, sigma, k, eps):
     # truth: the contour integral (tests/references/contour_mix.py), both directions.  With fewer than two expected

@@ -40,7 +40,7 @@ _SPA_ANSWERED = Reached(spa=0.5)
 
 @pytest.mark.slow
 @_SPA_ANSWERED
-@settings(deadline=None, max_examples=50)
+@settings(deadline=None)
 @given(case=dp_sgd())
 def test_fft_and_spa_bounds_contain_independent_reference(case):
     # where the reference does not converge the input is out of scope (assumed away); the SPA may refuse

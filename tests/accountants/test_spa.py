@@ -279,7 +279,7 @@ _DP_SGD_REFERENCE = Reached(contour=0.5)
 
 
 @_DP_SGD_REFERENCE
-@settings(max_examples=10, deadline=None)
+@settings(deadline=None)
 @given(sigma=st.floats(0.6, 3.0), q=st.floats(0.005, 0.2), k=st.integers(50, 3000), logd=st.floats(-12.0, -4.0))
 @example(sigma=3.0, q=0.0078125, k=50, logd=-4.0)  # the CGF model's Taylor series gave K'' < 0 far out: exact values
 @example(sigma=1.03125, q=0.005859375, k=166, logd=-4.0)  # an MSD1 "root" on its singularity, flagged reliable

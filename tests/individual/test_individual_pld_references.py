@@ -50,6 +50,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from mechkit import individual_pld as ipld
+from tests.helpers import Reached
 from tests.references import hetero_contour as H
 from tests.references import mpmath_laws as R
 
@@ -153,6 +154,16 @@ def check_epsilon(est, i, truth, truth_hi, truth_lo, own_ok, ee):
     assert up <= truth_hi + 2 * ee and lo >= truth_lo - 2 * ee, (lo, truth_lo, truth_hi, up)
     assert up - lo <= 2 * ee + (truth_hi - truth_lo)
     assert own_ok(up)
+
+
+def check_epsilon_by_delta(est, i, truth_at, own_at, ee):
+    """check_epsilon's containment and budget claims read through the truth's non-increasing delta curve (five
+    evaluations instead of three root searches): lower <= eps_true(DELTA) <= upper, upper <= eps_true(DELTA (1 -
+    SHIFT)) + 2 ee, lower >= eps_true(DELTA (1 + SHIFT)) - 2 ee, and the example's own delta at upper <= DELTA."""
+    lo, up = float(est.lower[i]), float(est.upper[i])
+    assert truth_at(lo) >= DELTA >= truth_at(up), (lo, up)
+    assert truth_at(up - 2 * ee) >= DELTA * (1 - SHIFT) and truth_at(lo + 2 * ee) <= DELTA * (1 + SHIFT), (lo, up)
+    assert own_at(up) <= DELTA
 
 
 def check_delta(est, i, eps, truth_at, own_at, ee):
@@ -266,10 +277,14 @@ def test_q1_random_examples_are_exact_gdp(case):
 SUB = Config(1.0, 1.37, 9.3, 0.005, 0)
 
 
-def check_subsampled(acc, norms, q, z, C, eps_points):
+def check_subsampled(acc, norms, q, z, C, eps_points, roots=True):
+    """Each example against the contour reference; ``roots``: the truth's epsilons by root search (check_epsilon,
+    with the width claim), else through its delta curve (check_epsilon_by_delta), an example whose reference does
+    not converge (fewer than ~2 expected sampled steps of moderate noise) left out.  Returns the number checked."""
     r, F, ee = SUB.r, SUB.F, SUB.ee
     est = acc.epsilon(DELTA)
     dests = {e: acc.delta(e) for e in eps_points}
+    checked = 0
     for i in range(norms.shape[1]):
         own, grid, b = model(norms[:, i], z, C, r, F)
         assert np.array_equal(acc.counts[i], np.bincount(b, minlength=acc.n_buckets))
@@ -281,10 +296,18 @@ def check_subsampled(acc, norms, q, z, C, eps_points):
         uo, ko = np.unique(own, return_counts=True)
         mine = truth if np.array_equal(uo, u) and np.array_equal(ko, k) else H.Composition(list(zip(uo, ko)), q)
         guess = float(est[i])
-        check_epsilon(est, i, truth.epsilon(DELTA, guess), truth.epsilon(DELTA * (1 - SHIFT), guess),
-                      truth.epsilon(DELTA * (1 + SHIFT), guess), lambda e: mine.delta(e) <= DELTA, ee)
+        if roots:
+            check_epsilon(est, i, truth.epsilon(DELTA, guess), truth.epsilon(DELTA * (1 - SHIFT), guess),
+                          truth.epsilon(DELTA * (1 + SHIFT), guess), lambda e: mine.delta(e) <= DELTA, ee)
+        else:
+            try:
+                check_epsilon_by_delta(est, i, truth.delta, mine.delta, ee)
+            except H.NotConverged:
+                continue
         for e, d in dests.items():
             check_delta(d, i, e, truth.delta, mine.delta, ee)
+        checked += 1
+    return checked
 
 
 SUB_CASES = [
@@ -305,26 +328,40 @@ def test_subsampled_examples_against_the_contour_reference(q, z, C, T, patterns)
     check_subsampled(acc, norms, q, z, C, (0.1, 0.5))
 
 
+sub_factor = st.one_of(st.just(0.0), st.floats(1.0, 4.0), st.floats(0.3, 1.0))
+
+
 @st.composite
 def subsampled_cases(draw):
     q = draw(st.sampled_from([0.25, 0.5]))
     T = draw(st.integers(math.ceil(3 / q), 16))
     C = draw(st.floats(0.1, 10.0))
-    # two norms per example (fewer distinct sigmas keep the reference quick), cycled over the steps
-    pats = draw(st.lists(st.lists(factor, min_size=2, max_size=2), min_size=2, max_size=2))
+    # two norms per example (fewer distinct sigmas keep the reference quick), cycled over the steps; norms below
+    # 0.3 C (noise above 3.3 z C) leave too few informative steps for the contour integral to settle (the q = 1
+    # property covers them, exactly)
+    pats = draw(st.lists(st.lists(sub_factor, min_size=2, max_size=2), min_size=2, max_size=2))
     return q, T, C, np.array([[C * p[t % 2] for p in pats] for t in range(T)])
 
 
+_SUB_REACHED = Reached(contour=0.6)   # 84.5% in the ci profile (2026-11-26)
+
+
 @pytest.mark.slow
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@_SUB_REACHED
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(subsampled_cases())
 def test_subsampled_random_examples_against_the_contour_reference(case):
+    """Random norm patterns: each example's epsilon interval holds its contour truth and sits within the claimed
+    budget, read through the truth's delta curve (check_epsilon_by_delta: no root searches, which kept this property
+    at 4 examples); delta queries and the width claim by root search are the fixed cases' above.  An example whose
+    reference does not converge is left out; most must reach it."""
     q, T, C, norms = case
     z = SUB.z
     assume(not near_grid_point(norms, z, C, SUB.r, SUB.F))
     cfg = Config(z, SUB.r, SUB.F, SUB.ee, 16)
     acc, key = shared_plan_accountant(2, q, cfg, C)
     run(acc, norms)
-    check_subsampled(acc, norms, q, z, C, (1.0,))
+    if check_subsampled(acc, norms, q, z, C, (), roots=False):
+        _SUB_REACHED.hit("contour")
     if acc._plan is not None:
         _PLANS.setdefault(key, acc._plan)

@@ -98,8 +98,9 @@ def _numpy(e):
 
 
 def test_reference_numpy_scan_finds_the_same_roots():
-    """The reference's NumPy sign scan (re-checked in mpmath) against its mpmath scan, and a closed form where the
-    root lies on a scan point: f(x) = x / x0, g = 1 on [0, 1], x0 = 200.5/400 (the 201st of the 400 scan points)."""
+    """The reference's NumPy path (the sign scan re-checked in mpmath, SciPy's quadrature) against its mpmath path,
+    and a closed form where the root lies on a scan point: f(x) = x / x0, g = 1 on [0, 1], x0 = 200.5/400 (the
+    201st of the 400 scan points)."""
     x0 = 200.5 / 400
     f, g = (lambda t: t / x0), (lambda t: mp.mpf(1))
     fn, gn = (lambda t: np.asarray(t) / x0), (lambda t: np.ones_like(np.asarray(t, dtype=float)))
@@ -111,16 +112,18 @@ def test_reference_numpy_scan_finds_the_same_roots():
         for eps in (-0.2, 0.35, 1.2):
             for f, g, fn, gn in ((p, q, pn, qn), (q, p, qn, pn)):
                 slow = ref.hockey_stick(f, g, eps, cuts, lo, hi)
-                assert ref.hockey_stick(f, g, eps, cuts, lo, hi, f_np=fn, g_np=gn) == pytest.approx(slow, rel=1e-25)
+                fast = ref.hockey_stick(f, g, eps, cuts, lo, hi, f_np=fn, g_np=gn)
+                assert fast == pytest.approx(slow, rel=1e-12, abs=1e-17)
 
 
 @pytest.mark.parametrize("name", sorted(MECHANISMS))
 def test_one_shot_curve_matches_mpmath(families, name):
-    (p, q), _, cuts, lo, hi = _functions(name)
+    # the reference's NumPy path (mpmath roots, SciPy quadrature): checked against its all-mpmath path above
+    (p, q), (pn, qn), cuts, lo, hi = _functions(name)
     m = families[name](**MECHANISMS[name][3])
     for eps in (-0.2, 0.0, 0.35, 1.2):
-        for direction, (f, g) in (("remove", (p, q)), ("add", (q, p))):
-            want = float(ref.hockey_stick(f, g, eps, cuts, lo, hi))
+        for direction, (f, g, fn, gn) in (("remove", (p, q, pn, qn)), ("add", (q, p, qn, pn))):
+            want = float(ref.hockey_stick(f, g, eps, cuts, lo, hi, f_np=fn, g_np=gn))
             got = m.delta(eps, direction=direction)
             assert got == pytest.approx(want, rel=1e-9, abs=1e-14), (name, direction, eps)
 

@@ -27,8 +27,9 @@ int p^{1+w} q^{-w} at complex w, or against closed forms of the composed curve):
 * ``subsampled_laplace(b, q)``: P2 = (1-q) Lap(0, b) + q Lap(1, b) against Q = Lap(0, b): two atoms (x <= 0,
   x >= 1) in closed form plus Gauss-Legendre on (0, 1), where the integrand is analytic.
 * ``subsampled_gaussian(sigma, q)``: P2 = (1-q) N(0, s^2) + q N(1, s^2) against N(0, s^2): the trapezoid rule in the
-  output on a wide uniform grid (spectrally accurate: smooth, Gaussian-decaying integrand), as contour.py, with a
-  step below a sixth of the Gaussian's scale and of the period of the oscillating factor.
+  output on a wide uniform grid (spectrally accurate: smooth, Gaussian-decaying integrand), as contour.py, with its
+  step (``contour.step``: half the Gaussian's scale and of the period of the oscillating factor; changed from a
+  sixth on 2026-11-26, delta moved by at most 1.6e-11 relative over 25 random DP-SGD settings, 2.2x faster).
 
 Numerics: the tilt is the saddle point of the composition's real CGF plus the kernel; the y-integral is the
 trapezoid rule on [0, y_max] (y_max where the integrand has decayed by e^-40), with the points doubled until
@@ -45,6 +46,7 @@ import math
 import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 
+from . import contour
 from .contour import NotConverged
 
 DIRECTIONS = ("remove", "add")
@@ -197,9 +199,9 @@ class subsampled_gaussian(Mechanism):
         out = np.empty(w.size, dtype=complex)
         for i in range(0, w.size, 256):
             wi = w[i:i + 256]
-            # step: a sixth of the Gaussian's scale and of the period of e^{i Im(w) log R} (d log R / dY <= 1/s^2)
-            h = min(s / 6.0, s * s / (6.0 * float(np.max(np.abs(wi.imag))) + 1e-300))
-            Y = np.linspace(a, b, int(min(max((b - a) / h, 400), 8000)) + 1)
+            # step: contour.step (half the Gaussian's scale and of the period of e^{i Im(w) log R}), measured there
+            h = contour.step(s, float(np.max(np.abs(wi.imag))) + max(0.0, -1.0 - float(np.min(wi.real))))
+            Y = np.linspace(a, b, int(min(max((b - a) / h, 200), 8000)) + 1)
             lphi = -0.5 * (Y / s) ** 2 - math.log(s * math.sqrt(2.0 * math.pi))
             lr = np.logaddexp(math.log1p(-q) if q < 1 else -np.inf, math.log(q) + (2.0 * Y - 1.0) / (2.0 * s * s))
             ex = (1.0 + wi[:, None]) * lr[None, :]

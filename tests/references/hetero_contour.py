@@ -44,15 +44,7 @@ def log_mgf_add(z, s, q):
     z = np.atleast_1d(np.asarray(z, dtype=complex))
     t = float(np.max(z.real))
     # the tilted integrand peaks near Y = -t for q = 1 (near 0 for q < 1: R^{-t} <= (1 - q)^{-t} is bounded)
-    Y = np.linspace(-14.0 * s - 2.0 - t, 14.0 * s + 2.0, 3001)
-    dY = Y[1] - Y[0]
-    lphi = -0.5 * (Y / s) ** 2 - math.log(s * math.sqrt(2.0 * math.pi))
-    u = (2.0 * Y - 1.0) / (2.0 * s * s)
-    lr = np.logaddexp(math.log1p(-q) if q < 1 else -np.inf, math.log(q) + u)
-    expo = lphi[None, :] - z[:, None] * lr[None, :]
-    shift = np.max(expo.real, axis=1, keepdims=True)
-    m = np.sum(np.exp(expo - shift), axis=1) * dY
-    return np.log(m) + shift[:, 0]
+    return contour.log_mean(z, s, q, -14.0 * s - 2.0 - t, 14.0 * s + 2.0, lambda w: -w)
 
 
 def log_mgf(z, s, q, direction):
@@ -80,13 +72,21 @@ class Direction:
         self.esssup = sum(k for _, k in self.parts) * -math.log1p(-self.q) if direction == "add" and q < 1 \
             else math.inf
         self._tilted = {}       # tilt index -> (t, y grid, log integrand without e^{-eps z})
+        self._cgf = {}          # t -> the real CGF
 
     def log_m(self, z):
         z = np.atleast_1d(np.asarray(z, dtype=complex))
         return sum(k * log_mgf(z, s, self.q, self.direction) for s, k in self.parts)
 
+    def cgf(self, t):
+        """The composition's real CGF at the tilt t, remembered (the tilt searches of every eps ask the same t)."""
+        have = self._cgf.get(t)
+        if have is None:
+            have = self._cgf[t] = float(self.log_m(np.array([t]))[0].real)
+        return have
+
     def _psi(self, t, eps):
-        return float(self.log_m(np.array([t]))[0].real) - eps * t - math.log(t) - math.log1p(t)
+        return self.cgf(t) - eps * t - math.log(t) - math.log1p(t)
 
     def _tilt_index(self, eps):
         # a tilt already in use serves if its psi is within ~2 of the saddle's (second-order estimate of the gap
@@ -154,7 +154,7 @@ class Direction:
         """exp(min_t K(t) - t eps) >= P(L > eps) >= delta(eps)."""
         if eps >= self.esssup:
             return 0.0
-        res = minimize_scalar(lambda lt: float(self.log_m(np.array([math.exp(lt)]))[0].real) - math.exp(lt) * eps,
+        res = minimize_scalar(lambda lt: self.cgf(math.exp(lt)) - math.exp(lt) * eps,
                               bounds=(math.log(1e-4), math.log(400.0)), method="bounded", options={"xatol": 1e-6})
         return math.exp(min(res.fun, 0.0))
 

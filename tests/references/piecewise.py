@@ -7,7 +7,8 @@ changes form or the loss log p/q changes monotonicity (``cuts``, written by hand
 * ``hockey_stick(f, g, eps, cuts)``: the one-shot curve H_{e^eps}(f || g) = integral of (f - e^eps g)_+, by
   mpmath quadrature at 30 digits, split at the cuts and at every root of f - e^eps g (a sign scan on each part,
   then bisection), so that each integrand is smooth.  Remove is (p, q), add is (q, p).  Given the densities as
-  NumPy functions too, the sign scan runs in NumPy (each change re-checked in mpmath): the same answer, ~5x faster.
+  NumPy functions too, the sign scan runs in NumPy (each change re-checked in mpmath) and the pieces are integrated
+  by SciPy in double precision: the same roots, the answer to ~1e-13 relative, ~10x faster.
 * ``loss_bracket(f, g, cuts, M)``: the law of L = log f/g under f as a certified lattice ``Bracket``
   (``tests/references/lattice.py``): the output axis is cut into cells inside each part (L monotone there), the
   f-mass of a cell (Gauss-Legendre, 16 nodes, on a smooth integrand) is placed at the lattice point below the
@@ -53,7 +54,7 @@ def hockey_stick(f, g, eps, cuts, lo=-math.inf, hi=math.inf, f_np=None, g_np=Non
     """integral over (lo, hi) of (f - e^eps g)_+ in mpmath (module docstring).  With ``f_np``, ``g_np`` (the same
     densities as vectorised NumPy functions) the sign scan runs in NumPy and each change it finds is looked at
     again in mpmath on the scan points around it (a root within rounding of a scan point is neither lost nor
-    doubled)."""
+    doubled); the roots are mpmath's, the pieces' integrals SciPy's in double precision (~1e-13 relative)."""
     with mp.workdps(DPS):
         c = mp.exp(mp.mpf(eps))
         h = lambda x: f(x) - c * g(x)
@@ -67,8 +68,17 @@ def hockey_stick(f, g, eps, cuts, lo=-math.inf, hi=math.inf, f_np=None, g_np=Non
             for u, v in zip(pts[:-1], pts[1:]):
                 mid = (u + v) / 2 if mp.isfinite(u) and mp.isfinite(v) else (u + 1 if mp.isfinite(u) else v - 1)
                 if h(mid) > 0:
-                    total += mp.quad(lambda x: max(h(x), 0), [u, v])
+                    total += mp.quad(lambda x: max(h(x), 0), [u, v]) if f_np is None else \
+                        _quad_np(f_np, g_np, math.exp(eps), float(u), float(v))
         return total
+
+
+def _quad_np(fn, gn, c, u, v):
+    """integral over (u, v) of (f - c g)_+ in double precision (SciPy's QUADPACK to 1e-13 relative): the piece has
+    no root inside, so the integrand is smooth there."""
+    val, _ = integrate.quad(lambda x: max(float(fn(x)) - c * float(gn(x)), 0.0), u, v, epsabs=0.0, epsrel=1e-13,
+                            limit=400)
+    return mp.mpf(val)
 
 
 def _sign_changes(h, xs, numpy_pair):
