@@ -67,14 +67,14 @@ def build(name, params, scheme=None, relation=None):
         from mechkit.transforms import subsampled
 
         return subsampled(fam, q, scheme or "poisson", relation or "add_remove", **params)
+    # a relation the pair cannot take is refused before the mechanism is bound (binding may compile its kernels)
+    own = fam.relation
+    if relation not in (None, own, "replace_one") and not (relation == "replace_special" and own == "add_remove"):
+        raise MechkitError(f"{fam.name} is a pair for {own!r}; it cannot be accounted under {relation!r}")
     m = fam(**params) if params or not fam.parameters else fam()
-    if relation is None or relation == m.relation:
+    if relation is None or relation == own:
         return m
-    if relation == "replace_one":
-        return mk.replace_one(m)
-    if relation == "replace_special" and m.relation == "add_remove":
-        return mk.with_relation(m, relation)
-    raise MechkitError(f"{m.name} is a pair for {m.relation!r}; it cannot be accounted under {relation!r}")
+    return mk.replace_one(m) if relation == "replace_one" else mk.with_relation(m, relation)
 
 
 _DPSGD = ("noise_multiplier", "sampling_rate", "batch_size", "dataset_size", "epochs")

@@ -81,6 +81,26 @@ def test_scheme_and_relation_errors_are_one_line(argv, capsys):
     assert err.startswith("mechkit: error:") and len(err.strip().splitlines()) == 1
 
 
+def test_a_relation_the_pair_cannot_take_is_refused_before_binding(monkeypatch, capsys):
+    # binding may compile the family's kernels (a progress line on stderr before the error, seconds): the refusal
+    # comes first (CI found the progress line where this family was first bound by this test)
+    import types
+
+    import mechkit.cli as cli
+    fam = cli.mk.catalog("k_ary_randomized_response").family
+
+    class Unbindable:
+        relation, name, parameters = fam.relation, fam.name, fam.parameters
+
+        def __call__(self, *args, **kwargs):
+            raise AssertionError("bound before the relation was checked")
+    monkeypatch.setattr(cli.mk, "catalog", lambda name: types.SimpleNamespace(family=Unbindable()))
+    argv = ["show", "k-ary-randomized-response", "--noise-parameter", "0.5", "--num-buckets", "4", "--relation",
+            "add_remove"]
+    assert main(argv, out=io.StringIO()) == 2
+    assert capsys.readouterr().err.startswith("mechkit: error: k_ary_randomized_response is a pair for 'replace_one'")
+
+
 def test_dpsgd_and_calibrate_in_the_users_words():
     """`mechkit epsilon dpsgd ...` is mk.dpsgd; `mechkit calibrate ...` is mk.calibrate over it."""
     import mechkit as mk
