@@ -47,9 +47,13 @@ def step(s, y):
 MAX_INTERVALS = 3_000
 
 
+def frequency(w):
+    """``step``'s y for the powers w (array) of R: the largest |Im w| plus the most negative real part's size."""
+    return float(np.max(np.abs(w.imag))) + max(0.0, -float(np.min(w.real)))
+
+
 def _intervals(s, lo, hi, w):
-    y = float(np.max(np.abs(w.imag)) + max(0.0, -float(np.min(w.real))))
-    return min(max(int(math.ceil((hi - lo) / step(s, y))), 200), MAX_INTERVALS)
+    return min(max(int(math.ceil((hi - lo) / step(s, frequency(w)))), 200), MAX_INTERVALS)
 
 
 def log_mean(z, s, q, lo, hi, power):

@@ -200,7 +200,7 @@ class subsampled_gaussian(Mechanism):
         for i in range(0, w.size, 256):
             wi = w[i:i + 256]
             # step: contour.step (half the Gaussian's scale and of the period of e^{i Im(w) log R}), measured there
-            h = contour.step(s, float(np.max(np.abs(wi.imag))) + max(0.0, -1.0 - float(np.min(wi.real))))
+            h = contour.step(s, contour.frequency(1.0 + wi))
             Y = np.linspace(a, b, int(min(max((b - a) / h, 200), 8000)) + 1)
             lphi = -0.5 * (Y / s) ** 2 - math.log(s * math.sqrt(2.0 * math.pi))
             lr = np.logaddexp(math.log1p(-q) if q < 1 else -np.inf, math.log(q) + (2.0 * Y - 1.0) / (2.0 * s * s))

@@ -55,6 +55,7 @@ def hockey_stick(f, g, eps, cuts, lo=-math.inf, hi=math.inf, f_np=None, g_np=Non
     densities as vectorised NumPy functions) the sign scan runs in NumPy and each change it finds is looked at
     again in mpmath on the scan points around it (a root within rounding of a scan point is neither lost nor
     doubled); the roots are mpmath's, the pieces' integrals SciPy's in double precision (~1e-13 relative)."""
+    numpy = None if f_np is None else (f_np, g_np, math.exp(eps))
     with mp.workdps(DPS):
         c = mp.exp(mp.mpf(eps))
         h = lambda x: f(x) - c * g(x)
@@ -62,14 +63,14 @@ def hockey_stick(f, g, eps, cuts, lo=-math.inf, hi=math.inf, f_np=None, g_np=Non
         for a, b in _parts(cuts, lo, hi):
             xs = _scan_points(a, b)
             roots = [mp.findroot(h, (mp.mpf(xs[i]), mp.mpf(xs[i + 1])), solver="bisect")
-                     for i in _sign_changes(h, xs, None if f_np is None else (f_np, g_np, math.exp(eps)))]
+                     for i in _sign_changes(h, xs, numpy)]
             pts = [mp.mpf(a) if math.isfinite(a) else (mp.ninf if a < 0 else mp.inf), *roots,
                    mp.mpf(b) if math.isfinite(b) else (mp.inf if b > 0 else mp.ninf)]
             for u, v in zip(pts[:-1], pts[1:]):
                 mid = (u + v) / 2 if mp.isfinite(u) and mp.isfinite(v) else (u + 1 if mp.isfinite(u) else v - 1)
                 if h(mid) > 0:
-                    total += mp.quad(lambda x: max(h(x), 0), [u, v]) if f_np is None else \
-                        _quad_np(f_np, g_np, math.exp(eps), float(u), float(v))
+                    total += mp.quad(lambda x: max(h(x), 0), [u, v]) if numpy is None else \
+                        _quad_np(*numpy, float(u), float(v))
         return total
 
 

@@ -178,13 +178,7 @@ def _side_mass(mix, x, upper):
     """P(X > x) if upper else P(X <= x), at every point of the array x, from the noise's CDF (the noise is symmetric:
     P(m + N > x) = F(m - x); each tail from its own side, no 1 - F)."""
     z = np.asarray(x, dtype=float)[..., None]
-    z = (mix.means - z) if upper else (z - mix.means)
-    if mix.kind == "gaussian":
-        c = special.ndtr(z / mix.scale)
-    else:
-        c = np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0.0) / mix.scale),
-                     1.0 - 0.5 * np.exp(-np.maximum(z, 0.0) / mix.scale))
-    return c @ mix.w
+    return mix._cdf((mix.means - z) if upper else (z - mix.means), 0.0) @ mix.w
 
 
 def _bisect(f, a, b, target, steps):
