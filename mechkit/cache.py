@@ -8,6 +8,7 @@ compiled, so the engine can ask before its first ``cache=True`` function is defi
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import tempfile
@@ -56,6 +57,27 @@ def fallback(reason, what="mechkit caches derivations", setting="MECHKIT_CACHE_D
             d = None
         _FALLBACK["dir"] = d if d is not None and usable(d) else None
     return _FALLBACK["dir"]
+
+
+@contextlib.contextmanager
+def exclusive(d, name):
+    """Hold the advisory lock ``d/name.lock`` (``fcntl.flock``) while the block runs: another process building the
+    same entry waits for this one and then finds it in the cache instead of building it a second time (process
+    pools and test workers bind the same new family at once).  The operating system releases the lock when its
+    process ends.  Where there is no ``fcntl`` (Windows) or the lock file cannot be opened, the block runs
+    unlocked: at worst both build, as before."""
+    try:
+        import fcntl
+        f = open(Path(d) / f"{name}.lock", "a")
+    except (ImportError, OSError):
+        yield
+        return
+    with f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
 
 
 def cache_dir():

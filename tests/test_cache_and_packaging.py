@@ -88,3 +88,45 @@ def test_a_kernel_too_large_to_compile_is_recorded_as_failed():
     assert len(codegen._NumbaPrinter({sy.X: "X"}).doprint(big)) > codegen.MAX_KERNEL_CHARS
     assert "FAILED.append('K5')" in src and "def k_K5" not in src
     assert "def k_K0" in src  # a small one is compiled as before
+
+
+RACE = r"""
+import os, sys, time
+sys.path.insert(0, {root!r})
+import sympy as sp
+import mechkit.laws.family as F
+import mechkit as mk
+derive = F.derive
+
+
+def counted(spec):                      # record every derivation, and hold it long enough to overlap the other's
+    with open({log!r}, "a") as f:
+        f.write("derived\n")
+    time.sleep(0.5)
+    return derive(spec)
+
+
+F.derive = counted
+open({ready!r} + sys.argv[1], "w").close()
+while not all(os.path.exists({ready!r} + w) for w in "ab"):   # both processes reach the bind together
+    time.sleep(0.01)
+x = sp.Symbol("x")
+fam = mk.Mechanism.from_densities(sp.Rational(3, 4) - x / 2, sp.Rational(1, 4) + x / 2, x, domain=[0, 1],
+                                  name="race_rr")
+print(fam().delta(0.5))
+"""
+
+
+def test_two_processes_binding_a_new_family_derive_it_once(tmp_path):
+    """The second process waits for the first one's derivation (``cache.exclusive``) and loads it from the cache;
+    without the lock both miss the cache and both derive (the log would hold two lines)."""
+    log, ready = tmp_path / "log", tmp_path / "ready_"
+    code = RACE.format(root=str(ROOT), log=str(log), ready=str(ready))
+    env = dict(os.environ, MECHKIT_CACHE_DIR=str(tmp_path / "cache"))
+    procs = [subprocess.Popen([sys.executable, "-c", code, w], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for w in "ab"]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-2000:]
+    assert outs[0][0].split()[-1] == outs[1][0].split()[-1]
+    assert log.read_text().splitlines() == ["derived"]

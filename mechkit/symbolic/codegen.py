@@ -29,7 +29,7 @@ import sympy as sp
 from sympy.printing.numpy import SciPyPrinter
 from sympy.printing.pycode import MpmathPrinter, PythonCodePrinter
 
-from ..cache import cache_dir, fallback
+from ..cache import cache_dir, exclusive, fallback
 from ..errors import SpecificationError
 from ..progress import announce
 from . import algebra as sy
@@ -373,22 +373,37 @@ def load_or_build(spec, build, label="a family", prebuilt=None):
     directory of shipped entries (``export_entry``) copied into the cache on a miss, so the derivation is skipped."""
     key = family_key(spec)
     d = cache_dir()
-    if d is not None:
-        meta_path = d / f"fam_{key}.json"
-        mod_path = d / f"fam_{key}.py"
-        if prebuilt is not None and not (meta_path.exists() and mod_path.exists()):
-            _import_entry(Path(prebuilt) / f"fam_{key}.json", d, key)
-        if meta_path.exists() and mod_path.exists():
-            try:
-                meta = json.loads(meta_path.read_text())
-                display = {k: _from_srepr(v) for k, v in meta["display"].items()}
-                with announce(f"compiling the kernels of {label}"):
-                    mod = _load_module(mod_path, key)
-                return prune(meta["structure"], mod.FAILED, mod), display, mod
-            except Exception:  # a corrupt cache entry is rebuilt
-                pass
-    with announce(f"deriving and compiling {label}"):
-        return _build_entry(spec, build, key, d)
+    if d is None:
+        with announce(f"deriving and compiling {label}"):
+            return _build_entry(spec, build, key, d)
+    if prebuilt is not None and not _entry_exists(d, key):
+        _import_entry(Path(prebuilt) / f"fam_{key}.json", d, key)
+    hit = _load_entry(d, key, label)
+    if hit is not None:
+        return hit
+    with announce(f"deriving and compiling {label}"), exclusive(d, f"fam_{key}"):
+        # a process that held the lock before this one has built the entry meanwhile: load it
+        hit = _load_entry(d, key, label) if _entry_exists(d, key) else None
+        return hit if hit is not None else _build_entry(spec, build, key, d)
+
+
+def _entry_exists(d, key):
+    return (d / f"fam_{key}.json").exists() and (d / f"fam_{key}.py").exists()
+
+
+def _load_entry(d, key, label):
+    """(structure, display, module) from the cache entry of ``key`` in ``d``; None where there is none or it is
+    corrupt (then rebuilt)."""
+    if not _entry_exists(d, key):
+        return None
+    try:
+        meta = json.loads((d / f"fam_{key}.json").read_text())
+        display = {k: _from_srepr(v) for k, v in meta["display"].items()}
+        with announce(f"compiling the kernels of {label}"):
+            mod = _load_module(d / f"fam_{key}.py", key)
+        return prune(meta["structure"], mod.FAILED, mod), display, mod
+    except Exception:  # a corrupt cache entry is rebuilt
+        return None
 
 
 def _build_entry(spec, build, key, d):

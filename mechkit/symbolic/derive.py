@@ -37,6 +37,11 @@ MAX_ORDER = 6
 #: time grows steeply with the expression (docs/performance.md), and such expressions evaluate slowly and with
 #: cancellation; the CGF then comes from quadrature or exact sums
 MAX_CGF_CHARS = 6000
+#: closed-form inverses of the loss longer than this (characters, any one of them) are not used: they are the
+#: radical formulas of cubics and quartics (a generalized Gaussian with exponent 3/2: eight of ~3,600 characters,
+#: about 2 s of Numba compile each), and they evaluate with cancellation; the loss is then inverted numerically, as
+#: where SymPy finds no inverse
+MAX_INVERSE_CHARS = 1500
 
 
 @dataclass
@@ -288,6 +293,8 @@ def _derive_variant(d, pre, pv, qv, var, spec, ends):
         crit = sy.real_solutions(num, var)
         out["crit"] = None if crit is None else [d.add(f"{pre}crit{i}", c) for i, c in enumerate(crit)]
         inv = sy.real_solutions(Lv - sy.S, var)
+        if inv and max(len(str(e)) for e in inv) > MAX_INVERSE_CHARS:
+            inv = None
         if inv:
             out["inv"] = [d.add(f"{pre}inv{i}", sy.stabilize(e, sy.S), sy.S) for i, e in enumerate(inv)]
             out["inv_display"] = inv
@@ -332,7 +339,7 @@ def _floor_variant(d, pre, pv, qv, var, slots):
            "dL": d.add(pre + "dL", 0), "floor": [[int(str(n)[6:]), d.add(f"{pre}u{n}", slots[int(str(n)[6:])], var)]
                                                   for n in sorted(subs.values(), key=str)]}
     for m, dens in (("p", pn), ("q", qn)):
-        G = sy.attempt(lambda dens=dens: sp.integrate(dens, var), sy.INTEGRATE_SECONDS)
+        G = sy.antiderivative(dens, var)
         if not _finite_expr(G):
             raise SpecificationError(f"no antiderivative of {m} between the steps of its floor")
         out[f"G{m}"] = d.add(pre + f"G{m}", G, var)
@@ -363,7 +370,7 @@ def _masses(d, pre, out, m, dens, var, spec, ends):
     """The antiderivative of one density and its cancellation-free tails towards the infinite ends reached."""
     for k in (f"G{m}", f"Fl{m}", f"Sr{m}", f"logFl{m}", f"logSr{m}"):
         out[k] = None
-    G = sy.attempt(lambda: sp.integrate(dens, var), sy.INTEGRATE_SECONDS)
+    G = sy.antiderivative(dens, var)
     if not _finite_expr(G):
         return
     out[f"G{m}"] = d.add(pre + f"G{m}", G, var)

@@ -117,3 +117,15 @@ def test_composition_fft_and_spa_contain_the_lattice_reference(symbolic_exponent
         assert lo_ref - 0.02 <= est <= hi_ref + 0.02, (method, est)
     fft = run.epsilon(delta, method="fft")
     assert fft.upper - fft.lower < 0.05
+
+
+def test_radical_inverses_are_left_to_numeric_inversion(float_exponent):
+    """SymPy inverts L on x > 1 and x < 0 by the quartic formula (eight kernels of ~3,600 characters, ~2 s of Numba
+    compile each); longer than ``MAX_INVERSE_CHARS``, they are dropped and L is inverted numerically (the answers
+    above are checked against SciPy either way); the middle piece keeps its short closed-form inverses."""
+    from mechkit.symbolic import derive
+
+    variants = float_exponent.family.structure["variants"]
+    assert variants["++"]["inv"] == [] and variants["--"]["inv"] == []
+    assert len(variants["+-"]["inv"]) == 2
+    assert derive.MAX_INVERSE_CHARS < 3600
