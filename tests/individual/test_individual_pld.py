@@ -243,6 +243,8 @@ def test_save_load_is_bit_identical(tmp_path):
     e1, e2 = ref.epsilon(DELTA), acc.epsilon(DELTA)
     assert np.array_equal(e1.value, e2.value) and np.array_equal(e1.upper, e2.upper)
     assert np.array_equal(ref.fitted_mu(), acc.fitted_mu())
+    # the restored accountant plans on the grid the first one built (one plan per grid and process)
+    assert acc._plan is ref._plan and acc._plan is not None
     plain = run(ipld.IndividualPLDAccountant(3, 0.1, 2.0, 1.0, **OPTS), rng.uniform(0, 2, (5, 3)))
     plain.save(tmp_path / "plain.npz")
     back = ipld.IndividualPLDAccountant.load(tmp_path / "plain.npz")

@@ -116,8 +116,11 @@ def test_gaussian_mixture_any_number_of_components():
     assert m.epsilon(1e-6) == pytest.approx(8.71659223939399, abs=1e-6)
     est = mk.compose((m, 10)).epsilon(1e-6)
     assert est.lower <= 23.761132404331665 <= est.upper
-    one = mk.gaussian_mixture(2.0, [1.0], [1.0])
-    assert one.epsilon(1e-6) == pytest.approx(mk.gaussian(2.0).epsilon(1e-6), rel=1e-12)
+    # three equal components are one Gaussian (the same derived family, bound again: no second derivation)
+    same = mk.gaussian_mixture(2.0, [1.0, 1.0, 1.0], [0.5, 0.3, 0.2])
+    assert same.epsilon(1e-6) == pytest.approx(mk.gaussian(2.0).epsilon(1e-6), rel=1e-12)
+    from mechkit.mechanisms import gaussian_mixture
+    assert [s.name for s in gaussian_mixture.family_of(1).parameters] == ["probability_1", "sensitivity_1", "sigma"]
     with pytest.raises(ParameterError, match="sum to 1"):
         mk.gaussian_mixture(1.0, [0.0, 1.0], [0.5, 0.6])
     with pytest.raises(ParameterError, match="same length"):
