@@ -26,7 +26,9 @@ multiplier 1, clip 1, default grid sigma_ratio 1.05 / 96 buckets, eps_error 0.01
 {1e3, 1e4, 1e5} examples and 1000 steps, one worker each (``--worker pld N STEPS``): per step the norms
 ``level_i * U(0, 1)``, level_i ~ U(0.2, 2), are drawn outside the timed region; timed are the ``step`` calls
 (``steps s``), the grid plan with the 2 x 96 bucket discretisations (``plan s``), ``epsilon(1e-5)`` for all examples
-(``eps s``), ``fitted_mu()`` (``mu s``), ``delta(1.0)`` (``delta s``), save and load; memory as above.  ``rows`` is the
+(``eps s``; with ``--pool W`` and N >= 1e5 also on a pool of W spawned processes, ``pool s``, start-up and the
+workers' plans included, the answer checked bit-identical), ``fitted_mu()`` (``mu s``), ``delta(1.0)``
+(``delta s``), save and load; memory as above.  ``rows`` is the
 number of distinct count rows (what is evaluated).
 
 **Bucketing error** (in this process): 8 examples with levels from 0.05 to 2 over 200 steps (same q, z); ``exact``
@@ -111,6 +113,8 @@ def worker(kind, n, steps):
 
 
 Q, Z, CLIP = 0.01, 1.0, 1.0
+#: worker processes for the pooled epsilon of N >= 1e5 examples (``--pool``; 0: not measured)
+POOL_WORKERS = int(os.environ.get("MECHKIT_BENCH_POOL", "0"))
 
 
 def pld_worker(n, steps):
@@ -139,6 +143,17 @@ def pld_worker(n, steps):
     t0 = time.perf_counter()
     eps = acc.epsilon(DELTA)
     t_eps = time.perf_counter() - t0
+    t_pool = None
+    if POOL_WORKERS and n >= 100_000:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"   # for the spawned workers (this process's BLAS is already up)
+        t0 = time.perf_counter()
+        with ProcessPoolExecutor(POOL_WORKERS, mp_context=multiprocessing.get_context("spawn")) as pool:
+            pooled = acc.epsilon(DELTA, executor=pool)
+        t_pool = time.perf_counter() - t0
+        assert np.array_equal(pooled.upper, eps.upper) and np.array_equal(pooled.value, eps.value)
     t0 = time.perf_counter()
     mu = acc.fitted_mu()
     t_mu = time.perf_counter() - t0
@@ -149,7 +164,8 @@ def pld_worker(n, steps):
     assert np.array_equal(back.counts, acc.counts)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     out = {"kind": "pld", "n": n, "steps": steps, "steps_s": t_steps, "ms_per_step": 1e3 * t_steps / steps,
-           "plan_s": t_plan, "eps_s": t_eps, "mu_s": t_mu, "delta_s": t_delta, "save_s": t_save, "load_s": t_load,
+           "plan_s": t_plan, "eps_s": t_eps, "eps_pool_s": t_pool,
+           "pool_workers": POOL_WORKERS, "mu_s": t_mu, "delta_s": t_delta, "save_s": t_save, "load_s": t_load,
            "peak_mib": peak / 1024, "peak_extra_mib": max(peak - base, 0) / 1024, "hwm_reset": reset,
            "rows": int(np.unique(acc.counts, axis=0).shape[0]), "buckets": acc.n_buckets,
            "eps_median": float(np.median(eps)), "eps_max": float(eps.max()),
@@ -236,6 +252,11 @@ def bucketing_error(n_examples=8, steps=200):
     return {"steps": steps, "buckets": {k: v[1] for k, v in eps.items()} | {"linear": n_lin}, "rows": out}
 
 
+def _pool(row):
+    t = row.get("eps_pool_s")
+    return "-" if t is None else f"{t:.2f}"
+
+
 def run_worker(kind, n, steps, env):
     """One (kind, N) case in a fresh subprocess; its JSON row, or None after printing why it failed."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", kind, str(n), str(steps)]
@@ -255,6 +276,9 @@ def main():
     ap.add_argument("--pld-sizes", type=float, nargs="*", default=[1e3, 1e4, 1e5])
     ap.add_argument("--pld-steps", type=int, default=1000)
     ap.add_argument("--no-bucketing-error", action="store_true")
+    ap.add_argument("--pool", type=int, default=0, metavar="W",
+                    help="also time the PLD epsilon of N >= 1e5 examples on a process pool of W spawned workers "
+                         "(pool start and plan rebuilds included; checked bit-identical to the serial answer)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "individual.json"))
     args = ap.parse_args()
     if args.worker:
@@ -263,7 +287,7 @@ def main():
         print(json.dumps(fn(int(n), int(steps))))
         return
 
-    env = dict(os.environ)
+    env = dict(os.environ, MECHKIT_BENCH_POOL=str(args.pool))
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
     rows = []
     hdr = (f"{'filter':>6} {'N':>9} {'steps':>5} {'steps s':>8} {'ms/step':>8} {'eps s':>7} {'save s':>7} "
@@ -283,8 +307,8 @@ def main():
     pld_rows = []
     if args.pld_sizes:
         hdr = (f"\n{'PLD':>6} {'N':>9} {'steps':>5} {'steps s':>8} {'ms/step':>8} {'plan s':>7} {'eps s':>7} "
-               f"{'mu s':>7} {'delta s':>7} {'save s':>7} {'load s':>7} {'+MB':>7} {'peak MB':>8} {'rows':>7} "
-               f"{'eps med':>8} {'eps max':>8} {'width':>7}")
+               f"{'pool s':>7} {'mu s':>7} {'delta s':>7} {'save s':>7} {'load s':>7} {'+MB':>7} {'peak MB':>8} "
+               f"{'rows':>7} {'eps med':>8} {'eps max':>8} {'width':>7}")
         print(hdr)
         print("-" * len(hdr))
     for n in [int(x) for x in args.pld_sizes]:
@@ -293,7 +317,7 @@ def main():
             continue
         pld_rows.append(row)
         print(f"{'pld':>6} {n:>9} {row['steps']:>5} {row['steps_s']:>8.3f} {row['ms_per_step']:>8.3f} "
-              f"{row['plan_s']:>7.2f} {row['eps_s']:>7.2f} {row['mu_s']:>7.2f} {row['delta_s']:>7.2f} "
+              f"{row['plan_s']:>7.2f} {row['eps_s']:>7.2f} {_pool(row):>7} {row['mu_s']:>7.2f} {row['delta_s']:>7.2f} "
               f"{row['save_s']:>7.3f} {row['load_s']:>7.3f} {row['peak_extra_mib']:>7.1f} {row['peak_mib']:>8.1f} "
               f"{row['rows']:>7} {row['eps_median']:>8.4f} {row['eps_max']:>8.4f} {row['width_max']:>7.4f}", flush=True)
     for row in pld_rows:
