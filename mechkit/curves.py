@@ -1,4 +1,5 @@
-"""Reusable privacy curves: ``Composition.curve()`` composes once (the FFT composer's composed distributions, kept);
+"""Reusable privacy curves: ``Composition.curve()`` composes once (the FFT composer's composed distributions, kept:
+connect the dots by default, each grid it refines to composed once; or the PRV variant's one grid);
 ``PrivacyCurve.epsilon``/``delta`` are lookups with the composition's own answers (exact at delta 0 and below the
 mass at +inf, capped at the largest loss, one-sided lower bounds kept), because the curve is handed to the
 composition as its accountant (``method=curve``).  ``save``/``load_curve`` keep a curve in a checksummed atomic file
@@ -12,13 +13,17 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import persist
-from .accountants import fft
+from .accountants import fft, fft_ctd
 from .composition import Composition, SavedComposition
 from .errors import ParameterError
 from .estimate import Estimate, EstimateArray
 
 CURVE_FORMAT = "mechkit.curve"
-CURVE_VERSION = 1
+CURVE_VERSION = 2
+#: the versions ``load_curve`` reads (1: the PRV variant's curves, before connect the dots)
+READABLE_VERSIONS = (1, 2)
+#: the certified FFT variants a curve can hold
+VARIANTS = ("ctd", "prv")
 
 
 class CurveFileError(ParameterError):
@@ -28,26 +33,37 @@ class CurveFileError(ParameterError):
 class PrivacyCurve:
     """A composition's privacy curve, composed once (``Composition.curve``): the FFT composer's composed
     distributions of both directions (and, for one-sided pairs, of one orientation for the lower bounds).
-    ``epsilon`` and ``delta`` answer as ``Composition.epsilon``/``delta`` with ``method="fft"`` and these budgets
-    would, by lookups on the composed distributions.
+    ``epsilon`` and ``delta`` answer as ``Composition.epsilon``/``delta`` with ``method="fft"``, this ``variant``
+    and these budgets would, by lookups on the composed distributions: the same floats.  Connect the dots
+    (``"ctd"``) composes its first grid at once and a finer one the first time a query needs it (as the direct
+    query refines), each kept; the PRV variant (``"prv"``) composes its one grid.
 
     Parameters
     ----------
     composition : the ``Composition``.
     eps_error, delta_error, memory_limit : the FFT budgets (``Composition.curve``).
+    variant : "ctd" (default) or "prv".
 
     Attributes
     ----------
-    composition, eps_error, delta_error, method ("fft").
+    composition, eps_error, delta_error, variant, method ("fft").
     """
 
     method = "fft"
 
-    def __init__(self, composition: Composition, eps_error: float, delta_error: float, memory_limit: float) -> None:
-        self.composition = composition
-        self._upper = fft.Composed(composition.accounted_items, eps_error, delta_error, memory_limit)
-        self._lower = (fft.Composed(composition.items, eps_error, delta_error, memory_limit)
-                       if composition.one_sided else self._upper)
+    def __init__(self, composition: Composition, eps_error: float, delta_error: float, memory_limit: float,
+                 variant: str = "ctd") -> None:
+        if variant not in VARIANTS:
+            raise ParameterError(f"variant must be 'ctd' (connect the dots, default) or 'prv' (Theorem 5.5); a curve "
+                                 f"holds certified bounds, so not 'fa'; got {variant!r}")
+        self.composition, self.variant = composition, variant
+
+        def composed(items):
+            if variant == "prv":
+                return fft.Composed(items, eps_error, delta_error, memory_limit)
+            return fft_ctd.Curves(items, eps_error, delta_error, memory_limit, fft.Composed)
+        self._upper = composed(composition.accounted_items)
+        self._lower = composed(composition.items) if composition.one_sided else self._upper
         self.eps_error, self.delta_error = self._upper.eps_error, self._upper.delta_error
 
     def _pick(self, items):
@@ -119,16 +135,19 @@ class PrivacyCurve:
         return self.composition.delta(epsilon, method=self)
 
     def __repr__(self):
-        return f"PrivacyCurve({self.composition!r}, eps_error={self.eps_error:g}, delta_error={self.delta_error:g})"
+        return (f"PrivacyCurve({self.composition!r}, eps_error={self.eps_error:g}, delta_error={self.delta_error:g}, "
+                f"variant={self.variant!r})")
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the curve to ``path`` (checksummed, atomic; ``load_curve`` reads it back bit for bit).
+        """Write the curve to ``path`` (checksummed, atomic; ``load_curve`` reads it back bit for bit): with connect
+        the dots, every grid composed so far (the loaded curve answers the queries they answer with the same floats;
+        one that needs a finer grid gets the finest certified answer the file holds, with a warning).
 
         Parameters
         ----------
         path : the file (replaced if it exists).
         """
-        meta = {"format": CURVE_FORMAT, "version": CURVE_VERSION, **self.composition.facts()}
+        meta = {"format": CURVE_FORMAT, "version": CURVE_VERSION, "variant": self.variant, **self.composition.facts()}
         arrays = {}
         for part, composed in (("upper", self._upper), ("lower", self._lower)):
             meta[part], arr = composed.state()
@@ -157,15 +176,19 @@ def load_curve(path: str | os.PathLike) -> PrivacyCurve:
     meta, arrays = persist.load(path, bad)
     if meta.get("format") != CURVE_FORMAT:
         raise bad("not written by PrivacyCurve.save")
-    if meta.get("version") != CURVE_VERSION:
-        raise bad(f"format version {meta.get('version')!r}; this mechkit reads version {CURVE_VERSION}")
+    if meta.get("version") not in READABLE_VERSIONS:
+        raise bad(f"format version {meta.get('version')!r}; this mechkit reads versions {READABLE_VERSIONS}")
     try:
         curve = PrivacyCurve.__new__(PrivacyCurve)
         curve.composition = SavedComposition(meta)
+        curve.variant = meta.get("variant", "prv")   # version 1 held the PRV variant's curves
+        if curve.variant not in VARIANTS:
+            raise ValueError(f"unknown variant {curve.variant!r}")
         parts = {}
         for part in ("upper", "lower"):
             sub = {k[len(part) + 1:]: v for k, v in arrays.items() if k.startswith(part + "_")}
-            parts[part] = fft.Composed.restore(meta[part], sub)
+            parts[part] = (fft.Composed.restore(meta[part], sub) if curve.variant == "prv" else
+                           fft_ctd.Curves.restore(meta[part], sub, fft.Composed))
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise bad(f"inconsistent contents ({type(exc).__name__}: {exc})") from None
     curve._upper = parts["upper"]

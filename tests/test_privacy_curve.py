@@ -1,6 +1,6 @@
-"""Composition.curve (issue 21): the composition's privacy curve composed once; its epsilon and delta answer as the
-composition's FFT queries with the same budgets, and contain the closed-form truth (k Gaussian runs are
-sqrt(k) / sigma GDP exactly)."""
+"""Composition.curve (issues 21, 23): the composition's privacy curve composed once; its epsilon and delta answer as
+the composition's FFT queries with the same variant and budgets (the same floats), and contain the closed-form truth
+(k Gaussian runs are sqrt(k) / sigma GDP exactly)."""
 from __future__ import annotations
 
 import math
@@ -17,52 +17,67 @@ def gdp_delta(mu, eps):
     return special.ndtr(-eps / mu + mu / 2) - math.exp(eps + special.log_ndtr(-eps / mu - mu / 2))
 
 
-def test_curve_contains_the_closed_form_and_equals_the_direct_queries():
+@pytest.mark.parametrize("variant", ["ctd", "prv"])
+def test_curve_contains_the_closed_form_and_equals_the_direct_queries(variant):
     run = mk.compose((mk.gaussian(2.0), 10))
     mu = math.sqrt(10) / 2.0
-    curve = run.curve(eps_error=0.01, delta_error=1e-12)
+    curve = run.curve(eps_error=0.01, delta_error=1e-12, variant=variant)
+    assert curve.variant == variant and f"variant={variant!r}" in repr(curve)
     deltas = [1e-3, 1e-5, 1e-7, 1e-9]
     est = curve.epsilon(deltas)
     for d, v, lo, up in zip(deltas, est, est.lower, est.upper):
         truth = optimize.brentq(lambda e: gdp_delta(mu, e) - d, 0.0, 100.0, xtol=1e-13)
         assert lo <= truth <= up and up - lo <= 0.021
-        direct = run.epsilon(d, method="fft", variant="prv", delta_error=1e-12)  # curves: the PRV variant
+        direct = run.epsilon(d, method="fft", variant=variant, delta_error=1e-12)
         assert (v, lo, up) == (float(direct), direct.lower, direct.upper)
+        assert curve.epsilon(d).details == direct.details and direct.details["variant"] == variant
     eps = np.array([0.0, 0.5, 2.0, 6.0])
     dl = curve.delta(eps)
     truth = np.array([gdp_delta(mu, e) for e in eps])
     assert np.all(dl.lower <= truth) and np.all(truth <= dl.upper)
-    direct = run.delta(eps, method="fft", variant="prv", delta_error=1e-12)
+    direct = run.delta(eps, method="fft", variant=variant, delta_error=1e-12)
     assert np.array_equal(np.asarray(dl), np.asarray(direct)) and np.array_equal(dl.upper, direct.upper)
+    assert np.array_equal(dl.lower, direct.lower)
     assert curve.delta(2.0) == dl[2] and isinstance(curve.epsilon(1e-5), mk.Estimate)
 
 
 def test_curve_of_a_one_sided_composition_keeps_its_attained_lower_bound():
     m = mk.subsample(mk.gaussian(1.0), 0.05, scheme="without_replacement", relation="replace_one")
     run = mk.compose((m, 20))
-    c = run.curve()
-    a, b = c.epsilon(1e-5), run.epsilon(1e-5, method="fft", variant="prv", delta_error=1e-10)
-    assert (float(a), a.lower, a.upper) == (float(b), b.lower, b.upper) and "one_sided" in a.details
+    for variant in ("ctd", "prv"):
+        c = run.curve(variant=variant)
+        a, b = c.epsilon(1e-5), run.epsilon(1e-5, method="fft", variant=variant, delta_error=1e-10)
+        assert (float(a), a.lower, a.upper) == (float(b), b.lower, b.upper) and "one_sided" in a.details
 
 
 def test_curve_refuses_what_it_cannot_certify():
-    curve = mk.compose((mk.gaussian(1.0), 3)).curve(delta_error=1e-6)
+    run = mk.compose((mk.gaussian(1.0), 3))
+    curve = run.curve(delta_error=1e-6, variant="prv")     # Theorem 5.5 charges delta_error itself
     with pytest.raises(NumericalLimitError, match="smallest certifiable delta"):
         curve.epsilon(1e-6)
+    ctd = run.curve(delta_error=1e-6)   # connect the dots charges what the tails hold: it certifies delta_error
+    a = ctd.epsilon(1e-6)
+    truth = optimize.brentq(lambda e: gdp_delta(math.sqrt(3.0), e) - 1e-6, 0.0, 100.0, xtol=1e-13)
+    assert a.lower <= truth <= a.upper and a.upper - a.lower < 0.03
+    with pytest.raises(NumericalLimitError, match="smallest certifiable delta"):
+        ctd.epsilon(1e-18)                              # below its rounding allowance
     with pytest.raises(ParameterError, match="delta"):
         curve.epsilon(1.5)
     with pytest.raises(ParameterError, match="eps_error"):
         mk.compose((mk.gaussian(1.0), 3)).curve(eps_error=-1.0)
+    with pytest.raises(ParameterError, match="variant must be 'ctd'"):
+        mk.compose((mk.gaussian(1.0), 3)).curve(variant="fa")
     assert curve.epsilon(0.0) == math.inf  # the Gaussian loss is unbounded: exact, no lookup
 
 
-def test_saved_curve_answers_bit_for_bit_and_refuses_bad_files(tmp_path):
+@pytest.mark.parametrize("variant", ["ctd", "prv"])
+def test_saved_curve_answers_bit_for_bit_and_refuses_bad_files(tmp_path, variant):
     run = mk.dpsgd(noise_multiplier=1.0, sampling_rate=0.02, steps=200)
-    curve = run.curve()
+    curve = run.curve(variant=variant)
     path = tmp_path / "run.curve"
     curve.save(path)
     back = mk.load_curve(path)
-    assert repr(back.composition) == repr(run) and back.eps_error == curve.eps_error
+    assert repr(back.composition) == repr(run) and back.eps_error == curve.eps_error and back.variant == variant
     for d in (0.0, 1e-3, 1e-6, 1e-9):
         a, b = curve.epsilon(d), back.epsilon(d)
         assert (float(a), a.lower, a.upper, a.details) == (float(b), b.lower, b.upper, b.details)
@@ -110,3 +125,60 @@ def test_any_accountant_object_answers_through_the_composition():
         run.epsilon(1e-5, method=object())
     with pytest.raises(ParameterError, match="unknown option"):
         run.epsilon(1e-5, method=Constant(), eps_error=0.1)
+
+
+def test_a_loaded_ctd_curve_lacking_a_finer_grid_answers_certified_with_a_warning(tmp_path):
+    """Connect the dots refines its grid for some queries (here 10 Gaussian runs at eps_error 0.01); a curve saved
+    before such a query holds only its first grid: loaded, it answers that query with the first grid's certified
+    interval (wider than eps_error) and a warning; saved after the query, it answers with the live floats."""
+    import warnings
+
+    run = mk.compose((mk.gaussian(2.0), 10))
+    mu = math.sqrt(10) / 2.0
+    live = run.curve(eps_error=0.01)
+    live.save(tmp_path / "first.curve")
+    back = mk.load_curve(tmp_path / "first.curve")
+    refining = []
+    for d in (1e-1, 1e-3, 1e-5, 1e-8):
+        before = len(live._upper.grids)
+        live.epsilon(d)
+        if len(live._upper.grids) > before:
+            refining.append(d)
+    assert refining                                          # the premise: some query refines
+    d = refining[0]
+    a = live.epsilon(d)
+    truth = optimize.brentq(lambda e: gdp_delta(mu, e) - d, 0.0, 100.0, xtol=1e-13)
+    with pytest.warns(mk.MechkitWarning, match="wider than eps_error.*loaded from a file"):
+        b = back.epsilon(d)
+    assert b.lower <= truth <= b.upper and a.lower <= truth <= a.upper
+    assert b.details["within_budget"] is False and "within_budget" not in a.details
+    assert b.upper - b.lower >= a.upper - a.lower
+    live.save(tmp_path / "all.curve")
+    again = mk.load_curve(tmp_path / "all.curve")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for q in (1e-1, 1e-3, 1e-5, 1e-8):
+            x, y = live.epsilon(q), again.epsilon(q)
+            assert (float(x), x.lower, x.upper, x.details) == (float(y), y.lower, y.upper, y.details)
+
+
+def test_version_1_curve_files_still_load(tmp_path):
+    """Files written before connect the dots (format version 1, no variant: the PRV variant's curves) load as PRV
+    curves with the same answers."""
+    from mechkit import persist
+
+    run = mk.compose((mk.gaussian(2.0), 10))
+    curve = run.curve(variant="prv")
+    curve.save(tmp_path / "v2.curve")
+    meta, arrays = persist.load(tmp_path / "v2.curve", lambda why: AssertionError(why))
+    meta["version"] = 1
+    del meta["variant"]
+    persist.save(tmp_path / "v1.curve", meta, arrays)
+    old = mk.load_curve(tmp_path / "v1.curve")
+    assert old.variant == "prv"
+    a, b = curve.epsilon(1e-5), old.epsilon(1e-5)
+    assert (float(a), a.lower, a.upper) == (float(b), b.lower, b.upper)
+    meta["version"] = 3
+    persist.save(tmp_path / "v3.curve", meta, arrays)
+    with pytest.raises(mk.CurveFileError, match="format version 3"):
+        mk.load_curve(tmp_path / "v3.curve")

@@ -17,7 +17,8 @@ from ..relations import DIRECTIONS
 from . import fft_ctd, fft_fa
 from .fft_grid import (BYTES_PER_POINT, COARSE_STRIDE, DEFAULT_EPS_ERROR, DEFAULT_MEMORY_LIMIT,  # noqa: F401
                        FFT_ERROR_CONSTANT, MACHINE_EPS, PROGRESS_POINTS, TAIL_SHARE, DiscreteCurve, Grid, Spectrum,
-                       check_budgets, compose_direction, discretise, domain, grid_for, plan)
+                       check_budgets, compose_direction, curve_restore, curve_state, discretise, domain, grid_for,
+                       grid_restore, grid_state, plan)
 
 
 def _curves(items, eps_error, delta_error, memory_limit):
@@ -61,14 +62,10 @@ class Composed:
         """(header dict, name -> array) that ``restore`` takes back bit for bit (floats as hex text)."""
         hx = float.hex
         meta = {"eps_error": hx(self.eps_error), "delta_error": hx(self.delta_error), "fp": hx(float(self.fp)),
-                "grid": {"L": hx(float(self.grid.L)), "h": hx(self.grid.h), "n": self.grid.n, "N": self.grid.N,
-                         "fp": hx(float(self.grid.fp))},
-                "curves": {}}
+                "grid": {**grid_state(self.grid), "fp": hx(float(self.grid.fp))}, "curves": {}}
         arrays = {}
         for d, c in self.curves.items():
-            floats = {f: hx(float(getattr(c, f))) for f in self._FLOATS}
-            meta["curves"][d] = {"first": c.first, "size": c.size, **floats}
-            arrays[f"{d}_d1"], arrays[f"{d}_ld2"] = c.d1, c.ld2
+            meta["curves"][d] = curve_state(c, d, self._FLOATS, arrays)
         return meta, arrays
 
     @classmethod
@@ -77,22 +74,9 @@ class Composed:
         fh = float.fromhex
         obj = cls.__new__(cls)
         obj.eps_error, obj.delta_error, obj.fp = fh(meta["eps_error"]), fh(meta["delta_error"]), fh(meta["fp"])
-        g = meta["grid"]
-        obj.grid = Grid.__new__(Grid)
-        obj.grid.L, obj.grid.h, obj.grid.n, obj.grid.N = fh(g["L"]), fh(g["h"]), int(g["n"]), int(g["N"])
-        obj.grid.fp = fh(g["fp"])
-        obj.curves = {}
-        for d in DIRECTIONS:
-            cm = meta["curves"][d]
-            c = DiscreteCurve.__new__(DiscreteCurve)
-            c.first, c.size = int(cm["first"]), int(cm["size"])
-            c.step, c.shift, c.inf_mass, c.sum_error = (fh(cm[f]) for f in cls._FLOATS)
-            c.d1 = np.ascontiguousarray(arrays[f"{d}_d1"], dtype=float)
-            c.ld2 = np.ascontiguousarray(arrays[f"{d}_ld2"], dtype=float)
-            if c.d1.shape != (c.size + 1,) or c.ld2.shape != (c.size + 1,):
-                raise ValueError(f"the {d} curve's arrays do not have {c.size + 1} entries")
-            c._Dm = None
-            obj.curves[d] = c
+        obj.grid = grid_restore(meta["grid"])
+        obj.grid.fp = fh(meta["grid"]["fp"])
+        obj.curves = {d: curve_restore(meta["curves"][d], d, cls._FLOATS, arrays) for d in DIRECTIONS}
         return obj
 
     def delta(self, eps):

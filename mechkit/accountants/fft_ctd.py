@@ -344,6 +344,26 @@ class CTDComposed:
                      silence="mechkit.progress.enabled(False)"):
             self.curves = {d: compose(items, d, self.grid, delta_error) for d in DIRECTIONS}
 
+    _FLOATS = ("step", "shift", "inf_mass", "sum_error", "fp", "dropped", "wrapped", "slack")
+
+    def state(self, key, arrays):
+        """The header that ``restore`` takes back bit for bit; the curves' arrays go into ``arrays`` (``key_...``)."""
+        hx = float.hex
+        return {"eps_error": hx(self.eps_error), "delta_error": hx(self.delta_error), "h": hx(self.h),
+                "grid": fft.grid_state(self.grid),
+                "curves": {d: [fft.curve_state(c, f"{key}_{d}_{i}", self._FLOATS, arrays) for i, c in enumerate(pair)]
+                           for d, pair in self.curves.items()}}
+
+    @classmethod
+    def restore(cls, meta, key, arrays):
+        """The ``CTDComposed`` that ``state`` described (KeyError, TypeError or ValueError if it is inconsistent)."""
+        obj = cls.__new__(cls)
+        obj.eps_error, obj.delta_error = float.fromhex(meta["eps_error"]), float.fromhex(meta["delta_error"])
+        obj.h, obj.grid = float.fromhex(meta["h"]), fft.grid_restore(meta["grid"])
+        obj.curves = {d: tuple(fft.curve_restore(cm, f"{key}_{d}_{i}", cls._FLOATS, arrays)
+                               for i, cm in enumerate(meta["curves"][d])) for d in DIRECTIONS}
+        return obj
+
     def details(self):
         cs = [c for pair in self.curves.values() for c in pair]
         return {"variant": "ctd", "grid_points": self.grid.N, "mesh": self.grid.h, "domain": self.grid.L,
@@ -473,3 +493,79 @@ def delta(items, eps, eps_error, delta_error, memory_limit, fallback):
     """delta(eps) with connect-the-dots bounds, each within the PRV variant's promise (``_refined``)."""
     build, h, n = _build(items, eps_error, delta_error, memory_limit)
     return _refined(build, _delta_attempt(eps), fallback, h, eps_error, n)
+
+
+class Curves:
+    """Connect-the-dots answers of one composition with every grid kept (``Composition.curve``): a query runs the
+    refinement of ``epsilon``/``delta`` above (the same meshes, so the same floats as those functions), composing a
+    grid only the first time a query needs it, and the PRV variant's fallback likewise.  ``state``/``restore`` keep
+    what was composed so far; a restored object holds no mechanisms and composes nothing: a query that needs a grid
+    it lacks gets the finest certified answer it has, with the warning that it is wider than eps_error.
+    ``prv``: the PRV variant's class of composed curves (``fft.Composed``; passed in: ``fft`` imports this module)."""
+
+    def __init__(self, items, eps_error, delta_error, memory_limit, prv):
+        eps_error, delta_error, memory_limit = fft.check_budgets(eps_error, delta_error, memory_limit)
+        self.items, self.eps_error, self.delta_error, self.memory_limit = items, eps_error, delta_error, memory_limit
+        self.L = fft.domain(items, eps_error, delta_error)
+        h, off = first_mesh(items, eps_error, self.L, memory_limit)
+        self.h0, self.refinements = h, 0 if off else REFINEMENTS
+        self.grids, self.prv, self._prv_cls = {}, None, prv
+        self.build(h)
+
+    def _cannot(self, what):
+        return NumericalLimitError(f"this curve was loaded from a file: it has no {what} and cannot compose one "
+                                   "(its mechanisms are not stored)")
+
+    def build(self, h):
+        c = self.grids.get(h)
+        if c is None:
+            if self.items is None:
+                raise self._cannot(f"grid of mesh {h:.3g}")
+            c = self.grids[h] = CTDComposed(self.items, self.eps_error, self.delta_error, self.memory_limit, h,
+                                            self.L)
+        return c
+
+    def _fallback(self, query, arg):
+        def answer():
+            if self.prv is None:
+                if self.items is None:
+                    raise self._cannot("PRV-variant grid")
+                self.prv = self._prv_cls(self.items, self.eps_error, self.delta_error, self.memory_limit)
+            return getattr(self.prv, query)(arg)
+        return answer
+
+    def epsilon(self, d):
+        return _refined(self.build, _epsilon_attempt(d, self.eps_error), self._fallback("epsilon", d), self.h0,
+                        self.eps_error, self.refinements)
+
+    def delta(self, eps):
+        return _refined(self.build, _delta_attempt(eps), self._fallback("delta", eps), self.h0, self.eps_error,
+                        self.refinements)
+
+    def state(self):
+        """(header dict, name -> array) that ``restore`` takes back bit for bit (floats as hex text)."""
+        hx, arrays = float.hex, {}
+        meta = {"eps_error": hx(self.eps_error), "delta_error": hx(self.delta_error), "h0": hx(self.h0),
+                "refinements": self.refinements,
+                "grids": [c.state(f"g{i}", arrays) for i, c in enumerate(self.grids.values())], "prv": None}
+        if self.prv is not None:
+            meta["prv"], prv_arrays = self.prv.state()
+            arrays.update({f"prv_{k}": v for k, v in prv_arrays.items()})
+        return meta, arrays
+
+    @classmethod
+    def restore(cls, meta, arrays, prv):
+        """The ``Curves`` that ``state`` described (KeyError, TypeError or ValueError if it is inconsistent)."""
+        obj = cls.__new__(cls)
+        obj.items, obj.memory_limit, obj._prv_cls = None, None, prv
+        obj.eps_error, obj.delta_error = float.fromhex(meta["eps_error"]), float.fromhex(meta["delta_error"])
+        obj.h0, obj.refinements = float.fromhex(meta["h0"]), int(meta["refinements"])
+        grids = [CTDComposed.restore(g, f"g{i}", arrays) for i, g in enumerate(meta["grids"])]
+        obj.grids = {g.h: g for g in grids}
+        if obj.h0 not in obj.grids:
+            raise ValueError("the curve's first grid is missing")
+        obj.prv = None
+        if meta["prv"] is not None:
+            sub = {k[4:]: v for k, v in arrays.items() if k.startswith("prv_")}
+            obj.prv = prv.restore(meta["prv"], sub)
+        return obj

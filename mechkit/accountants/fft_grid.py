@@ -250,6 +250,39 @@ class DiscreteCurve:
         return max(0.0, math.log(max(d1 - target, 1e-320)) - ld2)
 
 
+def curve_state(c, key, floats, arrays):
+    """A ``DiscreteCurve``'s header (its ``floats`` as hex text: exact) for ``curve_restore``; its two arrays go into
+    ``arrays`` as ``key_d1``, ``key_ld2``."""
+    arrays[f"{key}_d1"], arrays[f"{key}_ld2"] = c.d1, c.ld2
+    return {"first": c.first, "size": c.size, **{f: float.hex(float(getattr(c, f))) for f in floats}}
+
+
+def curve_restore(meta, key, floats, arrays):
+    """The ``DiscreteCurve`` that ``curve_state`` described, bit for bit (KeyError, TypeError or ValueError if the
+    header and arrays do not fit together)."""
+    c = DiscreteCurve.__new__(DiscreteCurve)
+    c.first, c.size = int(meta["first"]), int(meta["size"])
+    for f in floats:
+        setattr(c, f, float.fromhex(meta[f]))
+    c.d1 = np.ascontiguousarray(arrays[f"{key}_d1"], dtype=float)
+    c.ld2 = np.ascontiguousarray(arrays[f"{key}_ld2"], dtype=float)
+    if c.d1.shape != (c.size + 1,) or c.ld2.shape != (c.size + 1,):
+        raise ValueError(f"the {key} curve's arrays do not have {c.size + 1} entries")
+    c._Dm = None
+    return c
+
+
+def grid_state(grid):
+    return {f: float.hex(float(getattr(grid, f))) for f in ("L", "h")} | {"n": grid.n, "N": grid.N}
+
+
+def grid_restore(meta):
+    grid = Grid.__new__(Grid)
+    grid.L, grid.h = float.fromhex(meta["L"]), float.fromhex(meta["h"])
+    grid.n, grid.N = int(meta["n"]), int(meta["N"])
+    return grid
+
+
 def compose_direction(items, direction, grid, delta_error=0.0):
     """The composed discrete PRV of one direction on the grid's circle."""
     k = sum(c for _, c in items)
