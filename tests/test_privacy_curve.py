@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import optimize, special
 
 import mechkit as mk
@@ -182,3 +184,21 @@ def test_version_1_curve_files_still_load(tmp_path):
     persist.save(tmp_path / "v3.curve", meta, arrays)
     with pytest.raises(mk.CurveFileError, match="format version 3"):
         mk.load_curve(tmp_path / "v3.curve")
+
+
+@given(sigma=st.floats(0.5, 8.0), k=st.integers(1, 200), log_delta=st.floats(-9.0, -2.0),
+       eps=st.floats(0.0, 8.0), eps_error=st.sampled_from([0.003, 0.01, 0.05]))
+def test_random_gaussian_curves_hold_the_closed_form_and_equal_the_direct_queries(sigma, k, log_delta, eps, eps_error):
+    """k Gaussian runs are sqrt(k)/sigma-GDP exactly: a connect-the-dots curve's certified epsilon and delta hold the
+    truth at random settings, and are the direct FFT query's floats."""
+    run = mk.compose((mk.gaussian(sigma), k))
+    mu, d = math.sqrt(k) / sigma, 10.0 ** log_delta
+    curve = run.curve(eps_error=eps_error, delta_error=1e-12)
+    e = curve.epsilon(d)
+    hi = mu * mu / 2 + 10 * mu + 10
+    truth = optimize.brentq(lambda x: gdp_delta(mu, x) - d, 0.0, hi, xtol=1e-13) if gdp_delta(mu, 0.0) > d else 0.0
+    assert e.lower - 1e-9 <= truth <= e.upper + 1e-9, (e, truth)
+    direct = run.epsilon(d, method="fft", eps_error=eps_error, delta_error=1e-12)
+    assert (float(e), e.lower, e.upper) == (float(direct), direct.lower, direct.upper)
+    dl = curve.delta([eps])
+    assert dl.lower[0] <= gdp_delta(mu, eps) + 1e-15 and gdp_delta(mu, eps) <= dl.upper[0] + 1e-15
