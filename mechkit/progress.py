@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 
 from .errors import MechkitError, ParameterError
 
@@ -242,3 +243,40 @@ def run_in_order(executor: Executor | None, fn: Callable[..., object], calls: Se
     finally:
         for future in futures or ():
             future.cancel()  # after a failure (or an interrupt): the calls not started are dropped
+
+
+_POOL = []                     # the shared thread pool of ``threaded`` (made on first use)
+_POOL_LOCK = [threading.Lock()]
+
+
+def _after_fork():
+    """A forked child (a process pool's worker) has none of the parent's threads: it makes its own pool."""
+    _POOL.clear()
+    _POOL_LOCK[0] = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
+def threaded(fn: Callable[[Hashable], object], keys: Sequence[Hashable]) -> dict:
+    """{key: fn(key)}, the calls in parallel threads of a shared two-thread pool where the machine has two cores or
+    more, else one after the other: for work that releases the GIL (FFTs, compiled passes with ``nogil``).  Each call
+    runs with this thread's progress setting (``setting``); the first exception (in the order of ``keys``) is raised.
+
+    Parameters
+    ----------
+    fn : a function of one key.
+    keys : the keys, distinct.
+    """
+    if (os.cpu_count() or 1) < 2 or len(keys) < 2:
+        return {k: fn(k) for k in keys}
+    off = getattr(_local, "off", False)
+
+    def task(k):
+        with setting(not off):
+            return fn(k)
+    with _POOL_LOCK[0]:
+        if not _POOL:
+            _POOL.append(ThreadPoolExecutor(max_workers=2, thread_name_prefix="mechkit"))
+    futures = {k: _POOL[0].submit(task, k) for k in keys}
+    return {k: f.result() for k, f in futures.items()}

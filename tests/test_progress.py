@@ -4,6 +4,7 @@ work, none inside another operation's line or in an executor's tasks, and none w
 ``mechkit.progress.enabled(False)`` or the logger at WARNING.  Slow work is simulated: a tiny DELAY and a sleep in
 the operation's inner step."""
 import logging
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -185,3 +186,46 @@ def test_bad_executor_or_progress_is_refused_before_any_work(accountant):
     with pytest.raises(ParameterError, match="on must be True or False"):
         progress.enabled(1)
     assert progress.is_enabled()
+
+
+def _threaded_in_a_forked_child():
+    return progress.threaded(lambda k: k * 2, [1, 2, 3])
+
+
+def test_threaded_runs_every_key_with_the_callers_setting_and_raises_the_first_error():
+    seen = {}
+
+    def fn(k):
+        seen[k] = (threading.current_thread().name, progress.is_enabled())
+        return k * k
+    assert progress.threaded(fn, [3, 4]) == {3: 9, 4: 16}
+    with progress.setting(False):
+        out = progress.threaded(lambda k: (k, progress.is_enabled()), [1, 2])
+    assert out == {1: (1, False), 2: (2, False)}                 # silenced in the pool's threads too
+    if (os.cpu_count() or 1) >= 2:
+        assert seen[3][0].startswith("mechkit") and seen[4][0].startswith("mechkit")
+
+    def bad(k):
+        if k == 2:
+            raise ParameterError(f"key {k}")
+        return k
+    with pytest.raises(ParameterError, match="key 2"):
+        progress.threaded(bad, [1, 2])
+    # a forked child (a process pool's worker) gets a pool of its own: the parent's threads do not exist there (with
+    # the parent's pool it would wait forever: killed after 30 s)
+    import signal
+    pid = os.fork()
+    if pid == 0:
+        ok = False
+        try:
+            ok = _threaded_in_a_forked_child() == {1: 2, 2: 4, 3: 6}
+        finally:
+            os._exit(0 if ok else 1)
+    deadline = time.monotonic() + 30.0
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if done[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("threaded() hung in a forked child")
+    assert os.waitstatus_to_exitcode(done[1]) == 0

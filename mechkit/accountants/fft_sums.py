@@ -13,7 +13,7 @@ from ..engine.kernels import A1
 _SUFFIX_RESCALE_LOG2 = 800
 
 
-@njit(types.UniTuple(A1, 2)(A1, A1), cache=True, error_model="numpy")
+@njit(types.UniTuple(A1, 2)(A1, A1), cache=True, error_model="numpy", nogil=True)
 def suffix_sums(p, y):
     """d1_i = sum_{j >= i} p_j and ld2_i = log(sum_{j >= i} p_j e^{-y_j}) (-inf where that sum is not positive; each
     with a trailing entry, 0 and -inf), by compensated (Neumaier) summation: the error of every partial sum stays
@@ -56,7 +56,7 @@ def suffix_sums(p, y):
     return d1, ld2
 
 
-@njit(A1(types.int64[::1], A1, A1, types.float64, types.int64), cache=True, error_model="numpy")
+@njit(A1(types.int64[::1], A1, A1, types.float64, types.int64), cache=True, error_model="numpy", nogil=True)
 def contract(idx, p, lr, h, n):
     """The lower bound's pmf on the grid points x_0 .. x_n from parts of the cells (x_i, x_{i+1}] (``fft_ctd``), in
     increasing order of their mean loss: part t lies in cell idx[t], has mass p[t] and lr[t] = log E[e^{-(L - x_i)}]
@@ -121,7 +121,7 @@ def contract(idx, p, lr, h, n):
     return g
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", nogil=True)
 def log_mgf(pmf, x0, h, tilts):
     """Upper bounds on log sum_j pmf_j e^{+-t (x0 + j h)} at each t of ``tilts`` (``fft_ctd``'s Chernoff bound on
     the wrap-around).  Scaled from the law's extreme support point and stepped by the rounded factor e^{-t h}: the

@@ -35,7 +35,7 @@ def _add(acc, v, prob):
     return acc + v if prob else lae(acc, v)
 
 
-@njit(types.void(A1, A1, A1, A1, f8, types.boolean, types.boolean, A1), cache=True, error_model="numpy")
+@njit(types.void(A1, A1, A1, A1, f8, types.boolean, types.boolean, A1), cache=True, error_model="numpy", nogil=True)
 def atom_tails(values, below, above, ss, split, closed, prob, out):
     """out_i = the atoms' mass on the evaluated side of s_i (``_above``), from the log-sums over the atoms
     before index j (``below``) and from index j on (``above``), j = 0..n for the sorted values."""
@@ -75,7 +75,7 @@ def _beyond(k, mode, gend, x, right, prob, theta):
 
 @njit(types.int64(KT, types.boolean, KT, KT, types.int64, f8, KT, types.int64, f8, A1, f8, f8, types.boolean,
                   f8, f8, f8, f8, f8, types.boolean, types.boolean, A1, A1, A1, types.int64[::1],
-                  types.boolean[::1]), cache=True, error_model="numpy")
+                  types.boolean[::1]), cache=True, error_model="numpy", nogil=True)
 def piece_tails(inv, has_inv, f, kl, ml, gl, kr, mr, gr, ss, a, b, increasing, lo, hi, logmass, tol, split, closed,
                 prob, theta, acc, xs, pending, right_of):
     """Add one monotone piece's mass on the evaluated side of each s_i to acc_i, in one pass.
@@ -111,7 +111,8 @@ def piece_tails(inv, has_inv, f, kl, ml, gl, kr, mr, gr, ss, a, b, increasing, l
     return k
 
 
-@njit(types.void(A1, A1, f8, types.boolean, types.boolean, types.boolean), cache=True, error_model="numpy")
+@njit(types.void(A1, A1, f8, types.boolean, types.boolean, types.boolean), cache=True, error_model="numpy",
+      nogil=True)
 def finish_tails(acc, ss, split, closed, want_above, prob):
     """In place: the mass of the evaluated side of s_i (``_above``) -> that of the wanted side, by complement
     (1 - p, or log(1 - e^x)) where the other side was evaluated."""

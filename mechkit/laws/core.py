@@ -316,11 +316,12 @@ def memo_cgf(core, tau, order):
     """CGF values are pure functions of (tau, order) for a bound mechanism: remember them (bounded)."""
     memo = core.__dict__.setdefault("_cgf_memo", {})
     key = (tau, order)
-    if key not in memo:
+    got = memo.get(key)   # read once: another thread may clear the memo meanwhile (the FFT's two directions)
+    if got is None:
         if len(memo) >= CGF_MEMO_SIZE:
             memo.clear()
-        memo[key] = core._cgf_uncached(tau, order)
-    return memo[key]
+        got = memo[key] = core._cgf_uncached(tau, order)
+    return got
 
 
 def infinite_cgf(order, vector):
@@ -330,7 +331,8 @@ def infinite_cgf(order, vector):
 def memo_vector(core, tau, n):
     memo = core.__dict__.setdefault("_cgf_memo", {})
     key = (tau, "vector", n)
-    if key not in memo:
+    got = memo.get(key)
+    if got is None:
         if len(memo) >= CGF_MEMO_SIZE:
             memo.clear()
         closed = core.closed_cgf
@@ -339,8 +341,8 @@ def memo_vector(core, tau, n):
             vec = np.array([core.closed_cgf_value(closed[j], tau) for j in range(n + 1)])
             if not np.all(np.isfinite(vec)):
                 vec = None
-        memo[key] = vec if vec is not None else core.cgf_quadrature(tau, n, vector=True)
-    return memo[key]
+        got = memo[key] = vec if vec is not None else core.cgf_quadrature(tau, n, vector=True)
+    return got
 
 
 def _infinite_stats(n, center):

@@ -203,3 +203,18 @@ def test_moment_generating_functions_bound_the_exact_sums(size, x0):
         exact_d = math.log(math.fsum(pmf[nz] * np.exp(-t * (x - x[0])))) - t * x[0]
         assert exact_u - 1e-12 * abs(exact_u) <= u <= exact_u + 1e-10
         assert exact_d - 1e-12 * abs(exact_d) <= d <= exact_d + 1e-10
+
+
+def test_the_two_directions_in_threads_are_the_serial_floats(monkeypatch):
+    """Large grids compose add and remove in two threads (``THREAD_POINTS``): the curves are bit for bit those of
+    the serial composition."""
+    items = ((mk.subsample(mk.gaussian(0.8), 0.01), 10_000),)
+    threaded = fft_ctd.CTDComposed(items, 2e-3, 1e-10)
+    assert threaded.grid.N >= fft_ctd.THREAD_POINTS
+    monkeypatch.setattr(fft_ctd, "THREAD_POINTS", 1 << 62)
+    serial = fft_ctd.CTDComposed(items, 2e-3, 1e-10, h=threaded.h)
+    for d in threaded.curves:
+        for a, b in zip(threaded.curves[d], serial.curves[d]):
+            assert np.array_equal(a.d1, b.d1) and np.array_equal(a.ld2, b.ld2) and a.slack == b.slack
+    x, y = threaded.epsilon(1e-5), serial.epsilon(1e-5)
+    assert (float(x), x.lower, x.upper) == (float(y), y.lower, y.upper)
