@@ -258,17 +258,30 @@ def _after_fork():
 os.register_at_fork(after_in_child=_after_fork)
 
 
+def _spare_core():
+    """Whether a second core is likely idle: two or more cores and a 1-minute load average below their number less a
+    half (the load counts this process's own running thread: alone on two cores it is about 1; with the other core
+    busy, two threads are slower than one after the other: docs/performance.md)."""
+    cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):   # no load average on this system
+        load = 0.0
+    return cores >= 2 and load < cores - 0.5
+
+
 def threaded(fn: Callable[[Hashable], object], keys: Sequence[Hashable]) -> dict:
-    """{key: fn(key)}, the calls in parallel threads of a shared two-thread pool where the machine has two cores or
-    more, else one after the other: for work that releases the GIL (FFTs, compiled passes with ``nogil``).  Each call
-    runs with this thread's progress setting (``setting``); the first exception (in the order of ``keys``) is raised.
+    """{key: fn(key)}, the calls in parallel threads of a shared two-thread pool where a second core is likely idle
+    (``_spare_core``), else one after the other: for work that releases the GIL (FFTs, compiled passes with
+    ``nogil``).  The results are the same either way.  Each call runs with this thread's progress setting
+    (``setting``); the first exception (in the order of ``keys``) is raised.
 
     Parameters
     ----------
     fn : a function of one key.
     keys : the keys, distinct.
     """
-    if (os.cpu_count() or 1) < 2 or len(keys) < 2:
+    if len(keys) < 2 or not _spare_core():
         return {k: fn(k) for k in keys}
     off = getattr(_local, "off", False)
 
