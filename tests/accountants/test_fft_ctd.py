@@ -169,8 +169,13 @@ def test_refusal_below_the_floor_names_the_smallest_delta():
         run.epsilon(1e-15, method="fft")
 
 
-def test_planned_memory_covers_the_measured_peak():
+@pytest.mark.parametrize("threads", [False, True])
+def test_planned_memory_covers_the_measured_peak(monkeypatch, threads):
+    """With the two directions one after the other, and in two threads (both composing at once)."""
     import tracemalloc
+
+    from mechkit import progress
+    monkeypatch.setattr(progress, "_spare_core", lambda: threads)
     run = mk.compose((mk.subsample(mk.gaussian(sigma=1.0), 0.01), 10_000))
     run.epsilon(1e-5, method="fft", eps_error=0.05)  # warm
     tracemalloc.start()
