@@ -326,8 +326,8 @@ def _finish(acc, mgf, out, grid):
     return curve
 
 
-#: grids of at least this many points compose the two directions in two threads, where the machine has two cores
-#: (their FFTs and compiled passes release the GIL; each direction's arithmetic is unchanged: the same floats)
+#: grids of at least this many points compose the two directions in two threads where a second core is likely idle
+#: (``progress.threaded``; their FFTs and compiled passes release the GIL; each direction's arithmetic is unchanged)
 THREAD_POINTS = 1 << 15
 
 
@@ -347,7 +347,8 @@ class CTDComposed:
         with working(f"composing {k} runs of {len(items)} mechanism(s) on an FFT grid of {self.grid.N} points",
                      when=self.grid.N * len(items) >= fft.PROGRESS_POINTS,
                      silence="mechkit.progress.enabled(False)"):
-            run = lambda d: compose(items, d, self.grid, delta_error)  # noqa: E731
+            def run(d):
+                return compose(items, d, self.grid, delta_error)
             self.curves = threaded(run, DIRECTIONS) if self.grid.N >= THREAD_POINTS else {d: run(d) for d in DIRECTIONS}
 
     _FLOATS = ("step", "shift", "inf_mass", "sum_error", "fp", "dropped", "wrapped", "slack")
