@@ -513,11 +513,9 @@ class Curves:
     def __init__(self, items, eps_error, delta_error, memory_limit, prv):
         eps_error, delta_error, memory_limit = fft.check_budgets(eps_error, delta_error, memory_limit)
         self.items, self.eps_error, self.delta_error, self.memory_limit = items, eps_error, delta_error, memory_limit
-        self.L = fft.domain(items, eps_error, delta_error)
-        h, off = first_mesh(items, eps_error, self.L, memory_limit)
-        self.h0, self.refinements = h, 0 if off else REFINEMENTS
+        self._make, self.h0, self.refinements = _build(items, eps_error, delta_error, memory_limit)
         self.grids, self.prv, self._prv_cls = {}, None, prv
-        self.build(h)
+        self.build(self.h0)
 
     def _cannot(self, what):
         return NumericalLimitError(f"this curve was loaded from a file: it has no {what} and cannot compose one "
@@ -526,10 +524,9 @@ class Curves:
     def build(self, h):
         c = self.grids.get(h)
         if c is None:
-            if self.items is None:
+            if self._make is None:
                 raise self._cannot(f"grid of mesh {h:.3g}")
-            c = self.grids[h] = CTDComposed(self.items, self.eps_error, self.delta_error, self.memory_limit, h,
-                                            self.L)
+            c = self.grids[h] = self._make(h)
         return c
 
     def _fallback(self, query, arg):
@@ -564,7 +561,7 @@ class Curves:
     def restore(cls, meta, arrays, prv):
         """The ``Curves`` that ``state`` described (KeyError, TypeError or ValueError if it is inconsistent)."""
         obj = cls.__new__(cls)
-        obj.items, obj.memory_limit, obj._prv_cls = None, None, prv
+        obj.items, obj.memory_limit, obj._make, obj._prv_cls = None, None, None, prv
         obj.eps_error, obj.delta_error = float.fromhex(meta["eps_error"]), float.fromhex(meta["delta_error"])
         obj.h0, obj.refinements = float.fromhex(meta["h0"]), int(meta["refinements"])
         grids = [CTDComposed.restore(g, f"g{i}", arrays) for i, g in enumerate(meta["grids"])]

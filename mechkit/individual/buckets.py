@@ -459,8 +459,7 @@ class Plan:
 
         gaussian = convenience("gaussian")
 
-        self.spec = (tuple(float(s) for s in sigmas), float(q), int(K), float(eps_error), float(delta_error),
-                     float(memory_limit))
+        self.spec = self.spec_of(sigmas, q, K, eps_error, delta_error, memory_limit)
         mechs = [subsample(gaussian(s), q) for s in self.spec[0]]
         grid = _fft.plan([(mechs[0], K)], eps_error, delta_error, memory_limit)
         grid.N = 1 << int(math.ceil(math.log2(2 * grid.n + 1)))   # a power of 2: every zoom divides it
@@ -471,6 +470,12 @@ class Plan:
 
         with _LOCK:
             _PLANS[self.spec] = self
+
+    @staticmethod
+    def spec_of(sigmas, q, K, eps_error, delta_error, memory_limit):
+        """The ``spec`` of the plan with these arguments (the key of ``plan_for``)."""
+        return (tuple(float(s) for s in sigmas), float(q), int(K), float(eps_error), float(delta_error),
+                float(memory_limit))
 
     def details(self):
         g = self.grid

@@ -80,7 +80,7 @@ from ..accountants import fft as _fft
 from ..errors import NumericalLimitError, ParameterError, check_finite_real
 from ..estimate import EstimateArray
 from ..progress import check_executor, setting, working
-from .buckets import UINT16_MAX, effective_sigma, evaluate_blocks, n_buckets, plan_for
+from .buckets import UINT16_MAX, Plan, effective_sigma, evaluate_blocks, n_buckets, plan_for
 from .conversions import rdp_cap_for, rdp_epsilon_from_mu
 from .state import KINDS, Persistent, check_array, check_delta, check_n
 
@@ -357,8 +357,8 @@ class IndividualPLDAccountant(Persistent):
         if self._plan is None or self._plan.K != target:
             # shared with every accountant of the same grid in this process (a restored checkpoint, a probe
             # accountant beside the real one): built once
-            self._plan = plan_for((tuple(float(s) for s in self._sigmas), float(self._q), int(target),
-                                   float(self._eps_error), float(self._delta_error), float(self._memory)))
+            self._plan = plan_for(Plan.spec_of(self._sigmas, self._q, target, self._eps_error, self._delta_error,
+                                               self._memory))
         return self._plan
 
     def _distinct(self):

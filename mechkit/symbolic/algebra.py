@@ -11,7 +11,6 @@ simply absent and the numeric layer falls back to compiled quadrature or root fi
 from __future__ import annotations
 
 import contextlib
-import functools
 import signal
 import threading
 
@@ -65,12 +64,22 @@ def attempt(fn, seconds, default=None):
         return default
 
 
-@functools.lru_cache(maxsize=256)
+_ANTIDERIVATIVES = {}
+
+
 def antiderivative(dens, var):
-    """An antiderivative of ``dens`` in ``var`` (SymPy's, under the time limit; None where it fails).  Remembered:
-    a family's pieces and the two densities often share an integrand (a generalized Gaussian's exp(-(1 - x)^b) on
-    two pieces: 0.7 s each)."""
-    return attempt(lambda: sp.integrate(dens, var), INTEGRATE_SECONDS)
+    """An antiderivative of ``dens`` in ``var`` (SymPy's, under the time limit; None where it fails).  What SymPy
+    returns is remembered (a family's pieces and the two densities often share an integrand: a generalized Gaussian's
+    exp(-(1 - x)^b) on two pieces, 0.7 s each); a failure is not (a time limit hit under load may pass next time)."""
+    key = (dens, var)
+    got = _ANTIDERIVATIVES.get(key)
+    if got is None:
+        got = attempt(lambda: sp.integrate(dens, var), INTEGRATE_SECONDS)
+        if got is not None:
+            if len(_ANTIDERIVATIVES) >= 256:
+                _ANTIDERIVATIVES.clear()
+            _ANTIDERIVATIVES[key] = got
+    return got
 
 
 # ----------------------------------------------------------------------------------------------------

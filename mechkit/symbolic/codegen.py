@@ -383,7 +383,7 @@ def load_or_build(spec, build, label="a family", prebuilt=None):
         return hit
     with announce(f"deriving and compiling {label}"), exclusive(d, f"fam_{key}"):
         # a process that held the lock before this one has built the entry meanwhile: load it
-        hit = _load_entry(d, key, label) if _entry_exists(d, key) else None
+        hit = _load_entry(d, key, label)
         return hit if hit is not None else _build_entry(spec, build, key, d)
 
 
