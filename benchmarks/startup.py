@@ -204,7 +204,7 @@ def new_caches(parent, name):
 
 def cli_command(python):
     """The ``mechkit`` console script installed beside ``python`` (what a user types), else ``python -c`` calling
-    ``mechkit.cli.main``."""
+    ``mechkit.cli.console``."""
     exe = Path(python).parent / "mechkit"
     try:
         first = exe.read_text(errors="replace").splitlines()[0]
@@ -212,7 +212,7 @@ def cli_command(python):
             return [str(exe)]
     except (OSError, IndexError):
         pass
-    return [python, "-c", "import sys; from mechkit.cli import main; sys.argv[0] = 'mechkit'; sys.exit(main())"]
+    return [python, "-c", "import sys; from mechkit.cli import console; sys.argv[0] = 'mechkit'; sys.exit(console())"]
 
 
 def versions(python, packages):

@@ -53,6 +53,15 @@ def test_a_query_loads_only_its_accountant():
     assert not {"mechkit.accountants.fft", "mechkit.accountants.spa", "mechkit.accountants.edgeworth"} & mods
 
 
+def test_an_fft_query_needs_no_tilted_moments():
+    """The FFT's first mesh asks for the variance of a subsampled loss (the CGF's quadrature): that must not import
+    the engine's tilted subject (~2-3 s of compilation on a fresh machine, the saddle point's)."""
+    mods, _ = _modules_after("import mechkit as mk\nm = mk.subsample(mk.gaussian(sigma=1.0), 0.1)\n"
+                             "print(mk.compose((m, 10)).epsilon(1e-5, method='fft', eps_error=0.1))")
+    assert "mechkit.engine.quadrature" in mods and "mechkit.accountants.fft" in mods
+    assert not {"mechkit.engine.tilted", "mechkit.accountants.spa"} & mods
+
+
 class _Capture(logging.Handler):
     def __init__(self):
         super().__init__()
@@ -121,3 +130,46 @@ def test_numba_cache_probe_looks_only_inside_the_package(monkeypatch):
 def test_a_bind_imports_no_optimizer():
     mods, _ = _modules_after("import mechkit as mk\nmk.gaussian(sigma=1.0).delta(1.0)")
     assert "scipy.optimize" not in mods  # SciPy's optimize is imported where a curve is inverted
+
+
+def test_the_command_ends_with_the_heaps_out_of_the_collectors_reach(monkeypatch):
+    """``mechkit`` (the console script: ``pyproject.toml`` names ``cli.console``) returns ``main``'s exit code and
+    freezes the objects alive, so the interpreter's last collections do not walk them."""
+    import gc
+    import tomllib
+
+    from mechkit import cli
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["mechkit"] == "mechkit.cli:console"
+    monkeypatch.setattr(sys, "argv", ["mechkit", "epsilon", "nosuch", "--steps", "1", "--delta", "1e-5"])
+    before = gc.get_freeze_count()
+    try:
+        assert cli.console() == 2
+        assert gc.get_freeze_count() > before
+    finally:
+        gc.unfreeze()
+
+
+class _Reporter:
+    """A stand-in for the engine's second process: reports subjects on its standard output, then ends."""
+
+    def __init__(self, lines):
+        import io
+        self.stdout = io.StringIO("".join(f"{s}\n" for s in lines))
+        self.waited = False
+
+    def wait(self):
+        self.waited = True
+
+
+def test_waiting_for_a_subject_of_the_second_process_waits_for_that_one_only(monkeypatch):
+    from mechkit.engine import warm
+    proc = _Reporter(["quadrature", "peaks"])  # it ends before reporting "tilted" (failed, or killed)
+    monkeypatch.setattr(warm, "_STATE", {"proc": proc, "done": set()})
+    assert warm.SUBJECTS == ("quadrature", "peaks", "tilted")
+    assert warm.pending("quadrature") and not warm.pending("roots")
+    warm.wait("quadrature")
+    assert not warm.pending("quadrature") and warm.pending("peaks") and not proc.waited
+    assert proc.stdout.readline() == "peaks\n"  # "peaks" not read yet: this process went on after "quadrature"
+    warm.wait("tilted")  # the second process ended without it: this process compiles it (nothing pending)
+    assert proc.waited and not warm.pending("tilted") and not warm.pending("peaks")

@@ -22,9 +22,9 @@ _WHERE = {
     "peaks": ("peak_from_grid", "peak_scan", "peak_scan_extent", "scan_grid", "scan_grid_at", "tilt_diverges"),
     "quadrature": ("gk_integrate",),
     "roots": ("checked_inverse", "checked_inverse_many", "invert_monotone"),
-    "scalars": ("lae", "log1mexp", "log_erfc", "log_ndtr", "safe_log", "sgn", "softplus"),
+    "scalars": ("cumulants_from_central", "lae", "log1mexp", "log_erfc", "log_ndtr", "safe_log", "sgn", "softplus"),
     "tails": ("atom_tails", "finish_tails", "piece_tails"),
-    "tilted": ("cumulants_from_central", "tilt_cumulants", "tilt_piece", "tilt_stats_piece", "trap_moments"),
+    "tilted": ("tilt_cumulants", "tilt_piece", "tilt_stats_piece", "trap_moments"),
 }
 _MODULE_OF = {name: mod for mod, names in _WHERE.items() for name in names}
 
@@ -35,12 +35,12 @@ def __getattr__(name):
     mod = _MODULE_OF.get(name)
     if mod is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    if mod in warm.DEPENDENT and warm.running():  # a second process compiles the subjects: work meanwhile
+    if warm.pending(mod):  # a second process compiles the subject: work meanwhile
         for other in warm.MEANWHILE:
             with announce(f"compiling the numerical engine: {other}"):
                 importlib.import_module(f"{__package__}.{other}")
-        with announce(f"compiling the numerical engine: {', '.join(warm.SUBJECTS)} (in a second process)"):
-            warm.wait()
+        with announce(f"compiling the numerical engine: {mod} (in a second process)"):
+            warm.wait(mod)
     with announce(f"compiling the numerical engine: {mod}"):
         value = getattr(importlib.import_module(f"{__package__}.{mod}"), name)
     globals()[name] = value

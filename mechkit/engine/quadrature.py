@@ -147,7 +147,7 @@ def _gk_interval(mode, f1, f2, f3, u0, u1, c, w, t, shift, mu, nmom, theta, res,
         err[j] = e
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _sum_rows(vals, errs, absv, n, tot, tot_err, tot_abs):
     """tot, tot_err, tot_abs (in place) = the column sums of the first n rows of vals, errs, absv."""
     m = tot.shape[0]
@@ -162,7 +162,7 @@ def _sum_rows(vals, errs, absv, n, tot, tot_err, tot_abs):
             tot_abs[j] += absv[i, j]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _worst_row(errs, n, tot_abs):
     """The row among the first n whose largest error relative to its component's total |f| is the largest."""
     best = 0
@@ -181,7 +181,7 @@ def _worst_row(errs, n, tot_abs):
 
 # Explicit loops instead of slice assignment: a slice assignment compiles Numba's shape-mismatch error path
 # (string formatting included), most of this module's first compilation.
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _set_rows(vals, errs, absv, i, res, err, ab):
     for j in range(res.shape[0]):
         vals[i, j] = res[j]
@@ -189,7 +189,7 @@ def _set_rows(vals, errs, absv, i, res, err, ab):
         absv[i, j] = ab[j]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _grown(a, n, cap):
     out = np.empty(cap)
     for i in range(n):
@@ -197,7 +197,7 @@ def _grown(a, n, cap):
     return out
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _grown_rows(a, n, cap):
     out = np.empty((cap, a.shape[1]))
     for i in range(n):

@@ -8,7 +8,7 @@ from numba import njit, types
 from .kernels import A1, KT, f8
 
 
-@njit(types.UniTuple(f8, 2)(KT, f8, f8, f8, types.boolean, A1), cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _bracket_end(f, s, a, b, increasing, theta):
     """Replace infinite ends of (a, b) by finite points that bracket f(x) = s (f monotone)."""
     lo = a

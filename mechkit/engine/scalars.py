@@ -1,12 +1,12 @@
 """Compiled log-space scalar helpers (log-add-exp, log(1 - e^x), log erfc, log Phi, softplus, guarded log,
-sign); the generated family modules call them.
+sign; the generated family modules call them) and cumulants from central moments.
 """
 from __future__ import annotations
 
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
 
 LOG2 = math.log(2.0)
 
@@ -87,3 +87,10 @@ def sgn(u):
     if u < 0.0:
         return -1.0
     return 0.0
+
+
+@njit(types.UniTuple(types.float64, 5)(types.float64, types.float64, types.float64, types.float64, types.float64),
+      cache=True, error_model="numpy")
+def cumulants_from_central(m2, m3, m4, m5, m6):
+    """Cumulants 2..6 from central moments 2..6 (the CGF's quadrature needs them without the tilted subject)."""
+    return (m2, m3, m4 - 3.0 * m2 * m2, m5 - 10.0 * m3 * m2, m6 - 15.0 * m4 * m2 - 10.0 * m3 * m3 + 30.0 * m2 ** 3)

@@ -1,5 +1,5 @@
 """Tilted moments of a piece: the trapezoid rule on whole-line pieces (with its own convergence test), tilt_piece
-(peak scan, divergence check, quadrature) and the cumulants K..K^(n) from central moments.
+(peak scan, divergence check, quadrature) and the cumulants K..K^(n) from tilted moments.
 """
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from .kernels import A1, KT, as_kernel, f8
 from .peaks import peak_from_grid, tilt_diverges
 from .quadrature import equal_edges, gk_adaptive, gval, u_of_x
 from .roots import checked_inverse
+from .scalars import cumulants_from_central
 
 #: the trapezoid walk stops on a side once two consecutive points contribute less than this (relative to the
 #: integrand's peak, every component) beyond the scanned extent
@@ -217,12 +218,6 @@ def tilt_piece(lp_at, lq_at, L_at, inv_at, has_inv, a, b, inc, La, Lb, t, mu, nm
         edges[i] = ua + (uk - ua) * i / nsplit
         edges[nsplit + i] = uk + (ub - uk) * i / nsplit
     return gs, gk_adaptive(4, lp, lq, L, edges, xs, w, t, gs, mu, nmom, theta, rtol)[0], mu
-
-
-@njit(types.UniTuple(f8, 5)(f8, f8, f8, f8, f8), cache=True, error_model="numpy")
-def cumulants_from_central(m2, m3, m4, m5, m6):
-    """Cumulants 2..6 from central moments 2..6."""
-    return (m2, m3, m4 - 3.0 * m2 * m2, m5 - 10.0 * m3 * m2, m6 - 15.0 * m4 * m2 - 10.0 * m3 * m3 + 30.0 * m2 ** 3)
 
 
 @njit(types.Tuple((A1, f8))(A1, f8, f8, types.int64), cache=True, error_model="numpy")

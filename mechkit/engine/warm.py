@@ -1,12 +1,14 @@
 """On a cold cache, a second process compiles the engine's largest subjects while this one works.
 
-A first query compiles the engine once per machine; its largest subjects (``SUBJECTS``: adaptive quadrature and
-the peak scans built on it) are most of that time and are needed late (by the first CGF), after the family's own
-kernels.  Where their Numba cache is missing, the engine's first import starts ``python -c "import
-mechkit.engine.quadrature; ..."`` with the same cache location; when this process needs a subject (or a module
-built on one, ``DEPENDENT``) it compiles what needs none of them (``MEANWHILE``), then waits for the second
-process and loads the subjects from the cache.  Both cores work instead of one.  Nothing is started where the
-cache is warm, where ``MECHKIT_ENGINE_WARMER=0`` (set for the second process itself), or where starting fails.
+A first query compiles the engine once per machine; its largest subjects (``SUBJECTS``: adaptive quadrature, the
+peak scans built on it and the tilted moments built on both) are most of that time and are needed late (by the
+first CGF, the saddle point's first tilt), after the family's own kernels.  Where their Numba cache is missing, the
+engine's first import starts ``python -c "import mechkit.engine.quadrature; ..."`` with the same cache location;
+the second process compiles the subjects in that order and reports each one on its standard output when it is in
+the cache.  When this process needs a subject it compiles what needs none of them (``MEANWHILE``), then waits for
+that subject's report (not for the later ones) and loads it from the cache.  Both cores work instead of one.
+Nothing is started where the cache is warm, where ``MECHKIT_ENGINE_WARMER=0`` (set for the second process
+itself), or where starting fails; a second process that dies early leaves the rest to this one.
 """
 from __future__ import annotations
 
@@ -18,9 +20,7 @@ from pathlib import Path
 from .. import cache
 
 #: the subjects the second process compiles
-SUBJECTS = ("quadrature", "peaks")
-#: engine modules that import a subject: this process waits for the second one before importing them
-DEPENDENT = frozenset({"quadrature", "peaks", "tilted"})
+SUBJECTS = ("quadrature", "peaks", "tilted")
 #: engine modules this process compiles while it waits (they import no subject)
 MEANWHILE = ("roots", "tails")
 #: the environment variable that switches the second process off ("0")
@@ -54,9 +54,10 @@ def start() -> None:
             env["NUMBA_CACHE_DIR"] = str(config.CACHE_DIR)
         root = str(Path(__file__).resolve().parents[2])  # the directory holding this mechkit package
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-        code = "; ".join(f"import mechkit.engine.{s}" for s in SUBJECTS)
+        code = "; ".join(f"import mechkit.engine.{s}; print({s!r}, flush=True)" for s in SUBJECTS)
         _STATE["proc"] = subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        _STATE["done"] = set()
         _STATE["started"] = True
     except Exception:
         _STATE["proc"] = None
@@ -67,15 +68,20 @@ def started() -> bool:
     return _STATE.get("started", False)
 
 
-def running() -> bool:
-    """Whether the second process is still compiling."""
-    proc = _STATE.get("proc")
-    return proc is not None and proc.poll() is None
+def pending(subject: str) -> bool:
+    """Whether the second process is to compile ``subject`` and has not reported it yet."""
+    return _STATE.get("proc") is not None and subject in SUBJECTS and subject not in _STATE["done"]
 
 
-def wait() -> None:
-    """Wait for the second process (if any) to finish; its result is in Numba's cache, or this process compiles."""
+def wait(subject: str) -> None:
+    """Wait until the second process (if any) reports ``subject`` compiled, or ends; the subject is then in Numba's
+    cache, or this process compiles it."""
     proc = _STATE.get("proc")
-    if proc is not None:
-        proc.wait()
-        _STATE["proc"] = None
+    while proc is not None and subject not in _STATE["done"]:
+        line = proc.stdout.readline()
+        if not line:  # ended (done, or failed: this process compiles what is missing)
+            proc.wait()
+            proc.stdout.close()
+            _STATE["proc"] = proc = None
+        else:
+            _STATE["done"].add(line.strip())
