@@ -178,6 +178,11 @@ def _tail_integral(f, a, b):
     return val
 
 
+#: a composed curve's first epsilon queries scan its support points (a compiled pass, up to the answer), the next
+#: one makes the running minimum of delta over all of them (``DiscreteCurve.epsilon``)
+SCANS = 3
+
+
 class DiscreteCurve:
     """The composed discrete PRV: exact delta(eps) and its inverse (notes.md 1.6).
 
@@ -194,7 +199,7 @@ class DiscreteCurve:
         # rounding; Neumaier's stays at a few units plus N u^2)
         p = np.ascontiguousarray(pmf, dtype=float)
         self.size = p.size
-        self._Dm = None
+        self._Dm, self._scans = None, 0
         self.d1, self.ld2 = _fs.suffix_sums(p, self.y)
         self.sum_error = (4.0 * MACHINE_EPS + 2.0 * p.size * MACHINE_EPS ** 2) * float(np.sum(np.abs(p))) \
             + 4.0 * MACHINE_EPS
@@ -225,6 +230,11 @@ class DiscreteCurve:
     def delta(self, eps):
         return self.inf_mass + (1.0 - self.inf_mass) * self.delta_fin(eps)
 
+    def _support_delta(self, i, j):
+        """D at the support points i .. j - 1 (``epsilon``)."""
+        y = np.arange(self.first + i, self.first + j) * self.step + self.shift
+        return self.d1[i + 1:j + 1] - np.exp(y + self.ld2[i + 1:j + 1])
+
     def epsilon(self, delta):
         """Smallest eps >= 0 with delta(eps) <= delta (inf when the mass at +inf alone exceeds delta)."""
         if delta <= self.inf_mass:
@@ -232,17 +242,23 @@ class DiscreteCurve:
         target = (delta - self.inf_mass) / (1.0 - self.inf_mass)
         if self.delta_fin(0.0) <= target:
             return 0.0
+        # delta at each support point i (only mass strictly above counts), D_i = d1_{i+1} - e^{y_i + ld2_{i+1}} (e^y d2
+        # in log space: y may exceed 709), from the last support point <= 0 on (epsilon >= 0 needs no lower one; far
+        # below 0 the suffix sums of p e^{-y} are the pmf's rounding noise times e^{|y|}); the answer is at the first
+        # support point with D <= target.  The first SCANS queries scan for it (a query of the FFT composer asks each
+        # curve twice); the next makes the running minimum of D (searched by bisection from then on), after
+        # composition (so not part of the memory peak)
         if self._Dm is None:
-            # delta at each support point (only mass strictly above counts), running minimum; e^y d2 in log space
-            # (y may exceed 709).  Made at the first query, after composition (so not part of the memory peak).
-            # From the last support point <= 0 on (epsilon >= 0 needs no lower one; far below 0 the suffix sums of
-            # p e^{-y} are the pmf's rounding noise times e^{|y|})
             i0 = max(int(self._count_le(0.0)) - 1, 0)
-            with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-                self._Dm = (i0, np.minimum.accumulate(
-                    self.d1[i0 + 1:] - np.exp(self.y[i0:] + self.ld2[i0 + 1:])))
-        i0, Dm = self._Dm
-        j = i0 + int(np.searchsorted(-Dm, -target, side="left"))  # first support point with D <= target
+            if self._scans < SCANS:
+                self._scans += 1
+                j = _fs.first_at_most(self.d1, self.ld2, self.first, self.step, self.shift, i0, target)
+            else:
+                with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+                    self._Dm = (i0, np.minimum.accumulate(self._support_delta(i0, self.size)))
+        if self._Dm is not None:
+            i0, Dm = self._Dm
+            j = i0 + int(np.searchsorted(-Dm, -target, side="left"))
         j = min(j, self.size - 1)
         d1, ld2 = self.d1[j], self.ld2[j]
         if ld2 == -math.inf:
@@ -268,7 +284,7 @@ def curve_restore(meta, key, floats, arrays):
     c.ld2 = np.ascontiguousarray(arrays[f"{key}_ld2"], dtype=float)
     if c.d1.shape != (c.size + 1,) or c.ld2.shape != (c.size + 1,):
         raise ValueError(f"the {key} curve's arrays do not have {c.size + 1} entries")
-    c._Dm = None
+    c._Dm, c._scans = None, 0
     return c
 
 

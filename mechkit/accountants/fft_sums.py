@@ -13,24 +13,69 @@ from ..engine.kernels import A1
 _SUFFIX_RESCALE_LOG2 = 800
 
 
-@njit(types.UniTuple(A1, 2)(A1, A1), cache=True, error_model="numpy", nogil=True)
 def suffix_sums(p, y):
     """d1_i = sum_{j >= i} p_j and ld2_i = log(sum_{j >= i} p_j e^{-y_j}) (-inf where that sum is not positive; each
     with a trailing entry, 0 and -inf), by compensated (Neumaier) summation: the error of every partial sum stays
     within a few units of rounding of the sum of absolute values, whatever the length.  The second sum is kept
     scaled, sum p_j e^{ref - y_j}, the scale ref moved down by exactly 800 log 2 (the running sum and its
     compensation multiplied by 2^-800, exact) whenever the next term would outgrow it: e^{-y} alone underflows
-    above y = 745 and overflows below -709, and the privacy loss of a wide domain reaches both (epsilon ~ 1000)."""
+    above y = 745 and overflows below -709, and the privacy loss of a wide domain reaches both (epsilon ~ 1000).
+    The exponentials and logarithms are NumPy's, over whole arrays; the sums compiled.  ``y`` is overwritten."""
+    n = p.shape[0]
+    ref = float(y[n - 1]) if n > 0 else 0.0
+    if n == 0 or ref - y[0] <= 700.0:         # y increases: the scale never moves
+        np.subtract(ref, y, out=y)
+        moves = np.empty(0, dtype=np.int64)
+    else:
+        moves = _exponents(y)                 # y_i -> ref_i - y_i, and where the scale moved
+    with np.errstate(over="ignore"):
+        np.exp(y, out=y)
+    d1, ld2 = _sums(p, y, moves)              # ld2 holds the scaled sums for now
+    ends = [n] + [int(i) + 1 for i in moves] + [0]  # the scale ref - k _SUFFIX_STEP below index ends[k]
+    for k in range(len(ends) - 1):
+        seg = ld2[ends[k + 1]:ends[k]]
+        pos = seg > 0.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            np.log(seg, out=seg)
+        seg -= ref
+        seg[~pos] = -np.inf
+        ref -= _SUFFIX_STEP
+    ld2[n] = -np.inf
+    return d1, ld2
+
+
+#: the scale's move, 800 log 2 (rounded once; the sums are multiplied by 2^-800 exactly)
+_SUFFIX_STEP = _SUFFIX_RESCALE_LOG2 * math.log(2.0)
+
+
+@njit(types.int64[::1](A1), cache=True, error_model="numpy", nogil=True)
+def _exponents(y):
+    """In place y_i -> ref_i - y_i for ``suffix_sums`` (ref starts at the last y, moves down by _SUFFIX_STEP before
+    index i whenever ref - y_i would exceed 700), and the indices before which it moved, in decreasing order."""
+    n = y.shape[0]
+    step = _SUFFIX_RESCALE_LOG2 * math.log(2.0)
+    moves = np.empty(0, dtype=np.int64)
+    ref = y[n - 1] if n > 0 else 0.0
+    for i in range(n - 1, -1, -1):
+        while ref - y[i] > 700.0:
+            ref -= step
+            moves = np.append(moves, i)
+        y[i] = ref - y[i]
+    return moves
+
+
+@njit(types.UniTuple(A1, 2)(A1, A1, types.int64[::1]), cache=True, error_model="numpy", nogil=True)
+def _sums(p, e, moves):
+    """``suffix_sums``' compensated sums: d1, and the scaled sums of p_j e_j (e = e^{ref - y}) rescaled at the moves."""
     n = p.shape[0]
     d1 = np.zeros(n + 1)
-    ld2 = np.full(n + 1, -np.inf)
+    s2v = np.zeros(n + 1)
     s1 = 0.0
     c1 = 0.0
     s2 = 0.0
     c2 = 0.0
-    step = _SUFFIX_RESCALE_LOG2 * math.log(2.0)
     scale = 2.0 ** (-_SUFFIX_RESCALE_LOG2)
-    ref = y[n - 1] if n > 0 else 0.0
+    k = 0
     for i in range(n - 1, -1, -1):
         v = p[i]
         t = s1 + v
@@ -40,20 +85,33 @@ def suffix_sums(p, y):
             c1 += (v - t) + s1
         s1 = t
         d1[i] = s1 + c1
-        while ref - y[i] > 700.0:  # the next term's factor e^{ref - y} would overflow: lower the scale
-            ref -= step
+        while k < moves.shape[0] and moves[k] == i:
             s2 *= scale
             c2 *= scale
-        w = v * math.exp(ref - y[i]) if v != 0.0 else 0.0
+            k += 1
+        w = v * e[i] if v != 0.0 else 0.0
         t = s2 + w
         if abs(s2) >= abs(w):
             c2 += (s2 - t) + w
         else:
             c2 += (w - t) + s2
         s2 = t
-        tot = s2 + c2
-        ld2[i] = math.log(tot) - ref if tot > 0.0 else -np.inf
-    return d1, ld2
+        s2v[i] = s2 + c2
+    s2v[n] = 0.0
+    return d1, s2v
+
+
+@njit(types.int64(A1, A1, types.int64, types.float64, types.float64, types.int64, types.float64), cache=True,
+      error_model="numpy", nogil=True)
+def first_at_most(d1, ld2, first, step, shift, i, target):
+    """The first support point j >= i of a composed curve (y_j = (first + j) step + shift) where delta at it,
+    D_j = d1_{j+1} - e^{y_j + ld2_{j+1}}, is at most target; the last one if none (``DiscreteCurve.epsilon``'s
+    first query: the running minimum's answer without the array)."""
+    n = d1.shape[0] - 1
+    for j in range(i, n):
+        if d1[j + 1] - math.exp((first + j) * step + shift + ld2[j + 1]) <= target:
+            return j
+    return n - 1
 
 
 @njit(A1(types.int64[::1], A1, A1, types.float64, types.int64), cache=True, error_model="numpy", nogil=True)
