@@ -57,12 +57,29 @@ def _functions(family):
             # dummify: the printed code names only dummies, whatever the symbols are called
             # the densities without their point masses (DiracDelta terms), whose weights are checked apart
             fns = [sp.lambdify(args, e, modules=m, dummify=True)
-                   for m in (["scipy", "numpy"], "mpmath") for e in (family.spec.p, family.spec.q)]
+                   for m in (_numpy_modules(family.spec), "mpmath") for e in (family.spec.p, family.spec.q)]
             ends = [sp.lambdify(args[1:], e, modules="mpmath", dummify=True) for e in (family.spec.lo, family.spec.hi)]
             masses = [sp.lambdify(args[1:], sp.Add(*[w for _, w in ws]), modules="mpmath", dummify=True)
                       for ws in family.spec.masses]
         got = _FUNCTIONS[family] = (fns[0], fns[1], fns[2], fns[3], ends, masses)
     return got
+
+
+def _numpy_modules(spec):
+    """The modules of the densities' NumPy functions: NumPy alone where every function in them is one NumPy prints
+    (importing SciPy's special functions for lambdify costs ~0.2 s, most of a cached bind's screening); SciPy too
+    otherwise (erf, gamma, Bessel functions ...), or where SymPy's list cannot be read."""
+    try:
+        from sympy.printing.numpy import _known_functions_numpy
+    except ImportError:
+        return ["scipy", "numpy"]
+    known = set(_known_functions_numpy) | NUMPY_PRINTED
+    names = {type(f).__name__ for e in (spec.p, spec.q) for f in e.atoms(sp.Function)}
+    return ["numpy"] if names <= known else ["scipy", "numpy"]
+
+
+#: functions that SymPy's NumPy printer prints itself (beside its table of NumPy names)
+NUMPY_PRINTED = frozenset({"Abs", "Piecewise", "Max", "Min", "Heaviside"})
 
 
 def _point_mass(fn, name, theta):

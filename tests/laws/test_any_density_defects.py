@@ -46,6 +46,19 @@ def test_negative_density_is_refused_before_the_derivation(no_derivation, p, q, 
     assert where(xv) and float(p.subs(x, xv)) < 0
 
 
+def test_the_screen_uses_scipy_only_for_the_functions_numpy_lacks(no_derivation):
+    """Elementary densities are screened with NumPy alone (no SciPy import for lambdify); one with erf, which NumPy
+    lacks, with SciPy's, and its negative region is still found (erf(x) < 0 for x < 0 on a finite domain)."""
+    from mechkit.laws import screen
+    gauss = mk.Mechanism.from_densities(normal(0), normal(1), x, name="elementary")
+    assert screen._numpy_modules(gauss.spec) == ["numpy"]
+    fam = mk.Mechanism.from_densities(sp.erf(x), sp.Integer(1) / 2, x, domain=sp.Interval(-1, 1), name="with_erf")
+    assert screen._numpy_modules(fam.spec) == ["scipy", "numpy"]
+    with pytest.raises(SpecificationError, match=r"density p is negative at x = (\S+)") as info:
+        fam()
+    assert float(info.value.args[0].split("x = ")[1].split(" ")[0]) < 0
+
+
 @pytest.mark.parametrize("p, total", [
     (sp.exp(-x ** 2 / 2), math.sqrt(2 * math.pi)),               # the normaliser forgotten: 2.5066
     (sp.exp(-x ** 2 / 2) / (2 * sp.pi), 1 / math.sqrt(2 * math.pi)),  # a wrong one: 0.3989
