@@ -196,3 +196,34 @@ def test_the_code_version_is_kept_beside_a_hash_of_the_sources(tmp_path, monkeyp
             assert json.loads(memo.read_text())["version"] == true  # rewritten
     finally:
         codegen.code_version.cache_clear()
+
+
+def test_two_threads_waiting_for_the_second_process_both_get_their_subject(monkeypatch):
+    """The FFT composes its two directions in threads: both may wait at once (one reads the reports at a time; a
+    reader that meets the end must not close the pipe under the other)."""
+    import threading
+
+    from mechkit.engine import warm
+
+    class Slow(_Reporter):
+        def __init__(self, lines):
+            super().__init__(lines)
+            plain = self.stdout.readline
+            self.stdout.readline = lambda: (time.sleep(0.01), plain())[1]
+
+    for _ in range(20):
+        monkeypatch.setattr(warm, "_STATE", {"proc": Slow(["quadrature", "peaks"]), "done": set()})
+        errors = []
+
+        def waiter(subject):
+            try:
+                warm.wait(subject)
+            except Exception as exc:  # pragma: no cover - what the lock prevents
+                errors.append(exc)
+
+        threads = [threading.Thread(target=waiter, args=(s,)) for s in ("tilted", "peaks")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors and not warm.pending("tilted") and not warm.pending("peaks")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from .. import cache
@@ -27,6 +28,7 @@ MEANWHILE = ("roots", "tails")
 ENV = "MECHKIT_ENGINE_WARMER"
 
 _STATE = {}
+_READING = threading.Lock()  # one thread reads the second process's reports (the FFT composes in two)
 
 
 def _cold():
@@ -76,12 +78,13 @@ def pending(subject: str) -> bool:
 def wait(subject: str) -> None:
     """Wait until the second process (if any) reports ``subject`` compiled, or ends; the subject is then in Numba's
     cache, or this process compiles it."""
-    proc = _STATE.get("proc")
-    while proc is not None and subject not in _STATE["done"]:
-        line = proc.stdout.readline()
-        if not line:  # ended (done, or failed: this process compiles what is missing)
-            proc.wait()
-            proc.stdout.close()
-            _STATE["proc"] = proc = None
-        else:
-            _STATE["done"].add(line.strip())
+    with _READING:
+        proc = _STATE.get("proc")
+        while proc is not None and subject not in _STATE["done"]:
+            line = proc.stdout.readline()
+            if not line:  # ended (done, or failed: this process compiles what is missing)
+                proc.wait()
+                proc.stdout.close()
+                _STATE["proc"] = proc = None
+            else:
+                _STATE["done"].add(line.strip())
