@@ -57,7 +57,9 @@ def start() -> None:
         root = str(Path(__file__).resolve().parents[2])  # the directory holding this mechkit package
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
         code = "; ".join(f"import mechkit.engine.{s}; print({s!r}, flush=True)" for s in SUBJECTS)
-        _STATE["proc"] = subprocess.Popen([sys.executable, "-c", code], env=env, stdin=subprocess.DEVNULL,
+        # run from that directory: ``python -c`` puts its working directory first on the path, and a user working in
+        # a source checkout (the README's commands run in one) would otherwise warm the checkout's copy
+        _STATE["proc"] = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=root, stdin=subprocess.DEVNULL,
                                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         _STATE["done"] = set()
         _STATE["started"] = True
