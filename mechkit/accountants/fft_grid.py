@@ -230,11 +230,6 @@ class DiscreteCurve:
     def delta(self, eps):
         return self.inf_mass + (1.0 - self.inf_mass) * self.delta_fin(eps)
 
-    def _support_delta(self, i, j):
-        """D at the support points i .. j - 1 (``epsilon``)."""
-        y = np.arange(self.first + i, self.first + j) * self.step + self.shift
-        return self.d1[i + 1:j + 1] - np.exp(y + self.ld2[i + 1:j + 1])
-
     def epsilon(self, delta):
         """Smallest eps >= 0 with delta(eps) <= delta (inf when the mass at +inf alone exceeds delta)."""
         if delta <= self.inf_mass:
@@ -242,20 +237,19 @@ class DiscreteCurve:
         target = (delta - self.inf_mass) / (1.0 - self.inf_mass)
         if self.delta_fin(0.0) <= target:
             return 0.0
-        # delta at each support point i (only mass strictly above counts), D_i = d1_{i+1} - e^{y_i + ld2_{i+1}} (e^y d2
-        # in log space: y may exceed 709), from the last support point <= 0 on (epsilon >= 0 needs no lower one; far
-        # below 0 the suffix sums of p e^{-y} are the pmf's rounding noise times e^{|y|}); the answer is at the first
-        # support point with D <= target.  The first SCANS queries scan for it (a query of the FFT composer asks each
-        # curve twice); the next makes the running minimum of D (searched by bisection from then on), after
-        # composition (so not part of the memory peak)
+        # delta at each support point (``fft_sums._support_delta``) from the last one <= 0 on (epsilon >= 0 needs no
+        # lower one; far below 0 the suffix sums of p e^{-y} are the pmf's rounding noise times e^{|y|}); the answer
+        # is at the first support point with D <= target.  The first SCANS queries scan for it (a query of the FFT
+        # composer asks each curve twice); the next makes the running minimum of D (searched by bisection from then
+        # on), after composition (so not part of the memory peak)
         if self._Dm is None:
             i0 = max(int(self._count_le(0.0)) - 1, 0)
+            args = (self.d1, self.ld2, self.first, self.step, self.shift, i0)
             if self._scans < SCANS:
                 self._scans += 1
-                j = _fs.first_at_most(self.d1, self.ld2, self.first, self.step, self.shift, i0, target)
+                j = _fs.first_at_most(*args, target)
             else:
-                with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-                    self._Dm = (i0, np.minimum.accumulate(self._support_delta(i0, self.size)))
+                self._Dm = (i0, _fs.running_min_delta(*args))
         if self._Dm is not None:
             i0, Dm = self._Dm
             j = i0 + int(np.searchsorted(-Dm, -target, side="left"))

@@ -11,6 +11,8 @@ from ..engine.kernels import A1
 
 #: the scaled suffix sum of p e^{-y} is rescaled by this power of 2 (exactly) whenever the scale would grow past it
 _SUFFIX_RESCALE_LOG2 = 800
+#: the scale's move, 800 log 2 (rounded once; the sums are multiplied by 2^-800 exactly)
+_SUFFIX_STEP = _SUFFIX_RESCALE_LOG2 * math.log(2.0)
 
 
 def suffix_sums(p, y):
@@ -44,21 +46,16 @@ def suffix_sums(p, y):
     return d1, ld2
 
 
-#: the scale's move, 800 log 2 (rounded once; the sums are multiplied by 2^-800 exactly)
-_SUFFIX_STEP = _SUFFIX_RESCALE_LOG2 * math.log(2.0)
-
-
 @njit(types.int64[::1](A1), cache=True, error_model="numpy", nogil=True)
 def _exponents(y):
     """In place y_i -> ref_i - y_i for ``suffix_sums`` (ref starts at the last y, moves down by _SUFFIX_STEP before
     index i whenever ref - y_i would exceed 700), and the indices before which it moved, in decreasing order."""
     n = y.shape[0]
-    step = _SUFFIX_RESCALE_LOG2 * math.log(2.0)
     moves = np.empty(0, dtype=np.int64)
     ref = y[n - 1] if n > 0 else 0.0
     for i in range(n - 1, -1, -1):
         while ref - y[i] > 700.0:
-            ref -= step
+            ref -= _SUFFIX_STEP
             moves = np.append(moves, i)
         y[i] = ref - y[i]
     return moves
@@ -97,21 +94,40 @@ def _sums(p, e, moves):
             c2 += (w - t) + s2
         s2 = t
         s2v[i] = s2 + c2
-    s2v[n] = 0.0
     return d1, s2v
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _support_delta(d1, ld2, first, step, shift, j):
+    """delta at support point j of a composed curve (y_j = (first + j) step + shift; only mass strictly above it
+    counts): D_j = d1_{j+1} - e^{y_j + ld2_{j+1}} (e^y d2 in log space: y may exceed 709)."""
+    return d1[j + 1] - math.exp((first + j) * step + shift + ld2[j + 1])
 
 
 @njit(types.int64(A1, A1, types.int64, types.float64, types.float64, types.int64, types.float64), cache=True,
       error_model="numpy", nogil=True)
 def first_at_most(d1, ld2, first, step, shift, i, target):
-    """The first support point j >= i of a composed curve (y_j = (first + j) step + shift) where delta at it,
-    D_j = d1_{j+1} - e^{y_j + ld2_{j+1}}, is at most target; the last one if none (``DiscreteCurve.epsilon``'s
-    first query: the running minimum's answer without the array)."""
+    """The first support point j >= i of a composed curve where D_j (``_support_delta``) is at most target; the last
+    one if none (``DiscreteCurve.epsilon``'s first queries: the running minimum's answer without the array)."""
     n = d1.shape[0] - 1
     for j in range(i, n):
-        if d1[j + 1] - math.exp((first + j) * step + shift + ld2[j + 1]) <= target:
+        if _support_delta(d1, ld2, first, step, shift, j) <= target:
             return j
     return n - 1
+
+
+@njit(A1(A1, A1, types.int64, types.float64, types.float64, types.int64), cache=True, error_model="numpy",
+      nogil=True)
+def running_min_delta(d1, ld2, first, step, shift, i):
+    """min_{i <= k <= j} D_k (``_support_delta``) for j = i .. n - 1 (``DiscreteCurve.epsilon``'s later queries
+    bisect it)."""
+    n = d1.shape[0] - 1
+    out = np.empty(max(n - i, 0))
+    low = np.inf
+    for j in range(i, n):
+        low = min(low, _support_delta(d1, ld2, first, step, shift, j))
+        out[j - i] = low
+    return out
 
 
 @njit(A1(types.int64[::1], A1, A1, types.float64, types.int64), cache=True, error_model="numpy", nogil=True)
