@@ -63,9 +63,6 @@ def build(name, params, scheme=None, relation=None):
         raise MechkitError("--scheme applies to subsampled-NAME only")
     if name not in mk.CATALOG:
         raise MechkitError(f"unknown mechanism {name!r}; choose from {', '.join(mk.CATALOG)} (or subsampled-NAME)")
-    # the engine before the family's SymPy work: on a cold cache its import starts the second process that compiles
-    # the engine's largest subjects (engine/warm.py), ~0.25 s sooner than the family would import it
-    import mechkit.engine  # noqa: F401
     fam = mk.catalog(name).family
     if q is not None:  # the unsampled mechanism is never bound (transforms.subsampled)
         from mechkit.transforms import subsampled

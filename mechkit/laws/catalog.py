@@ -73,7 +73,12 @@ def catalog(name: str) -> types.ModuleType:
     ModuleNotFoundError : no such catalog module.
     """
     _package()
-    return importlib.import_module(f"mechkit.mechanisms.{name}")
+    module = f"mechkit.mechanisms.{name}"
+    if module not in sys.modules:
+        # the engine before the module's SymPy work: on a cold cache its import starts the second process that
+        # compiles the engine's largest subjects (engine/warm.py), ~0.25 s sooner than the family would import it
+        importlib.import_module("mechkit.engine")
+    return importlib.import_module(module)
 
 
 def _describe(symbol, family) -> str:
