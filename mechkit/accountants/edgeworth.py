@@ -41,11 +41,10 @@ from ..errors import NumericalLimitError, ParameterError, check_finite_real
 from ..estimate import Estimate, EstimateArray, clamp_into
 from ..relations import DIRECTIONS
 from . import spa
+from .chernoff import ChernoffLines
 
 ORDERS = (0, 1, 2, 3)
 VARIANTS = ("plain", "tilted")
-#: tilts of the Chernoff bounds (a valid bound at each; the grid ratio 1.5 keeps them near-optimal)
-CHERNOFF_TILTS = np.geomspace(1e-3, 1e3, 35)
 #: allowance for the quadrature error of the derived cumulants: relative on the uniform bound, absolute
 #: on a probability, relative on a CGF value (the CGFs are accurate to about 1e-13)
 BOUND_SLACK_REL, PROB_SLACK, CGF_SLACK = 1e-6, 1e-12, 1e-9
@@ -200,35 +199,24 @@ class _Sequence:
         """K_Y(tau) of the sum (inf outside the domain), with a quadrature allowance added."""
         tot = 0.0
         for plrv, c in self.parts:
-            v = plrv.cgf(tau)
+            v = plrv.cgf_unchecked(tau)
             if not math.isfinite(v):
                 return math.inf
             tot += c * v
         return tot + CGF_SLACK * (1.0 + abs(tot))
 
     def lines(self):
-        """Chernoff lines (intercept, slope) at the grid tilts t: log P(S_Y >= x) <= K_Y(t) - t x,
-        log P(S_X >= x) <= K_Y(t - 1) - t x, log P(S_Y <= x) <= K_Y(-t) + t x, and the tilted moment bound
-        log delta(x) <= K_Y(t) - t x + t log t - (1 + t) log(1 + t)."""
+        """The Chernoff bounds of this direction's sums (``chernoff.ChernoffLines``; made once, CGF values computed
+        as the bounds ask for them)."""
         if self._lines is None:
-            t = CHERNOFF_TILTS
-            ky = np.array([self.K(v) for v in t])
-            kx = np.array([self.K(v - 1.0) for v in t])
-            kl = np.array([self.K(-v) for v in t])
-            theta = t * np.log(t) - (1.0 + t) * np.log1p(t)
-            ly, lx = self.log_mass["Y"], self.log_mass["X"]  # the lines of the normalised sums
-            self._lines = {"Y": (ky - ly, -t), "X": (kx - lx, -t), "Ylow": (kl - ly, t), "hs": (ky - ly + theta, -t)}
+            self._lines = ChernoffLines(self.K, self.log_mass, {"Y": (self.Y.mean, self.Y.sd ** 2),
+                                                                "X": (self.X.mean, self.X.sd ** 2)})
         return self._lines
 
-    def chernoff(self, name, x):
-        """min over the grid of the named lines at x (log of a bound; capped at 0)."""
-        a, b = self.lines()[name]
-        ok = np.isfinite(a)
-        if not ok.any():
-            return np.zeros_like(x)
-        with np.errstate(invalid="ignore"):
-            v = np.min(a[ok][None, :] + b[ok][None, :] * x[:, None], axis=1)
-        return np.minimum(v, 0.0)
+    def chernoff(self, name, x, covered=None):
+        """min over the grid of tilts of the named Chernoff lines at each x (log of a bound; capped at 0):
+        ``"Y"``, ``"X"``, ``"Ylow"``, ``"hs"``; +inf where ``covered`` lets a point go (``chernoff.ChernoffLines``)."""
+        return self.lines().bound(name, np.asarray(x, float), covered)
 
     def aea(self, eps, order):
         """(log |delta|, sign) of the AEA of this sequence."""
@@ -242,35 +230,57 @@ class _Sequence:
                 ld, sd = _signed_diff(np.full(ld.shape, math.log(self.inf_mass)), 1.0, ld, -sd)
         return ld, sd
 
-    def bounds(self, eps):
-        """EEAI lower and upper delta, with the Chernoff caps (notes.md 3.5, 3.6)."""
+    def bounds(self, eps, lower=True, upper=True):
+        """EEAI lower and upper delta, with the Chernoff caps (notes.md 3.5, 3.6): (lo, up), None for the one not
+        asked for.  Each cap is asked only where it can beat the EEAI value it is compared with
+        (``ChernoffLines.bound``'s ``covered``; the same floats: a test with a relative margin of 1e-12 against
+        ulp differences between math and NumPy)."""
         dy, dx = self.Y.uniform_bound(), self.X.uniform_bound()
         gy = _from_signed(*self.Y.signed_log_sf(eps, 1))
         gx = _from_signed(*self.X.signed_log_sf(eps, 1))
-        sy_up = np.minimum.reduce([np.ones_like(eps), gy + dy, np.exp(self.chernoff("Y", eps))])
-        sy_lo = np.maximum.reduce([np.zeros_like(eps), gy - dy, -np.expm1(self.chernoff("Ylow", eps))])
-        sx_lo = np.maximum(gx - dx, 0.0)
         my, lmx = math.exp(self.log_mass["Y"]), self.log_mass["X"]
-        with np.errstate(divide="ignore", over="ignore"):
-            # in log space: e^eps times a Chernoff bound that underflows (e^-8000) must not become 0
-            log_sx_up = np.minimum(np.log(gx + dx), self.chernoff("X", eps))
-            up = my * sy_up - np.exp(eps + lmx + np.log(sx_lo))
-            lo = my * sy_lo - np.exp(eps + lmx + log_sx_up)
-        up = np.minimum.reduce([up, my * np.exp(self.chernoff("hs", eps)), np.ones_like(eps)])
         beyond = eps >= self.sup
         a = self.inf_mass  # the finite part's delta is >= 0 and at most its mass
-        lo, up = np.where(beyond, 0.0, np.maximum(lo, 0.0)), np.where(beyond, 0.0, np.maximum(up, 0.0))
-        return (lo, up) if a == 0.0 else (a + lo, np.minimum(a + up, 1.0))
+        lo = up = None
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            # in log space: e^eps times a Chernoff bound that underflows (e^-8000) must not become 0
+            if lower:
+                floor = np.maximum(np.zeros_like(eps), gy - dy)
+                sy_lo = np.maximum(floor, -np.expm1(self.chernoff("Ylow", eps,
+                                                                  lambda c, r: -math.expm1(c) <= _lo(floor[r]))))
+                log_gx = np.log(gx + dx)
+                log_sx_up = np.minimum(log_gx, self.chernoff("X", eps, lambda c, r: c >= np.max(log_gx[r])))
+                lo = my * sy_lo - np.exp(eps + lmx + log_sx_up)
+                lo = np.where(beyond, 0.0, np.maximum(lo, 0.0))
+                lo = lo if a == 0.0 else a + lo
+            if upper:
+                cap = np.minimum(np.ones_like(eps), gy + dy)
+                sy_up = np.minimum(cap, np.exp(self.chernoff("Y", eps, lambda c, r: math.exp(c) >= _hi(cap[r]))))
+                up = my * sy_up - np.exp(eps + lmx + np.log(np.maximum(gx - dx, 0.0)))
+                test = (lambda c, r: my * math.exp(c) >= _hi(up[r])) if my > 0.0 else None
+                up = np.minimum(np.minimum(up, my * np.exp(self.chernoff("hs", eps, test))), np.ones_like(eps))
+                up = np.where(beyond, 0.0, np.maximum(up, 0.0))
+                up = up if a == 0.0 else np.minimum(a + up, 1.0)
+        return lo, up
 
     def eps_ceiling(self, delta):
         """An epsilon at which the tilted moment bound is <= delta (inf when the CGF is nowhere finite)."""
-        a, b = self.lines()["hs"]
-        ok = np.isfinite(a)
         rest = (delta - self.inf_mass) / math.exp(self.log_mass["Y"])  # the normalised finite part's share
         if not rest > 0.0:
             return math.inf
-        cand = (a[ok] - math.log(rest)) / -b[ok] if ok.any() else np.array([math.inf])
-        return float(min(np.min(cand), self.sup))
+        return float(min(self.lines().ceiling(math.log(rest)), self.sup))
+
+
+def _hi(v):
+    """The largest of v, moved up by a relative 1e-12 (a test that a Chernoff value beats none of v)."""
+    m = float(np.max(v))
+    return m + 1e-12 * abs(m)
+
+
+def _lo(v):
+    """The smallest of v, moved down by a relative 1e-12; nan unless it is positive (then nothing is covered)."""
+    m = float(np.min(v))
+    return m * (1.0 - 1e-12) if m > 0.0 else math.nan
 
 
 _SEQUENCES = OrderedDict()
@@ -297,6 +307,15 @@ def _estimate(seqs, eps, order):
     for s in seqs:
         est = np.maximum(est, _from_signed(*s.aea(eps, order)))
     return est
+
+
+def _bound_curve(seqs, eps, which):
+    """The lower (``which`` 1) or the upper (2) delta curve alone, max over the sequences."""
+    out = np.zeros(eps.shape)
+    for s in seqs:
+        lo, up = s.bounds(eps, lower=which == 1, upper=which == 2)
+        out = np.maximum(out, lo if which == 1 else up)
+    return out
 
 
 def _curves(seqs, eps, order):
@@ -377,7 +396,7 @@ def _plain_epsilon(items, d, order):
     est, lo, up = _curves(seqs, grid, order)
 
     def one(which):
-        return lambda e: float(_curves(seqs, np.array([e]), order)[which][0])
+        return lambda e: float(_bound_curve(seqs, np.array([e]), which)[0])
 
     val = _last_crossing(lambda e: float(_estimate(seqs, np.array([e]), order)[0]), grid, est, d)
     val = 0.0 if val is None else val

@@ -376,6 +376,11 @@ def combine_cgf(parts, at, tau, order, central_pass, vector=False, abs3=False):
     ``vector``: [K, K', ..., K^(order)] instead; ``abs3``: the tilted E|L - K'|^3 (central_pass then
     integrates |L - mu|^3).
     """
+    if order == 0 and not (vector or abs3) and parts and not at.values.size:
+        # the CGF of a law without point masses (the Chernoff tables ask for many): no atom arrays to combine
+        g = max(p[0] for p in parts)
+        I0 = sum(p[1] * math.exp(p[0] - g) for p in parts)
+        return math.log(I0) + g if I0 > 0 and math.isfinite(I0) else math.inf
     terms = _atom_terms(at, tau)
     if terms is None:
         return infinite_cgf(order, vector)

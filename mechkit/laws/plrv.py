@@ -54,16 +54,11 @@ class PLRV:
         self.mechanism = mech
         self.direction = direction
         self.is_dual = dual
-        self._med = None
-        self._atoms = None
-        self._dual = None
+        self._med = self._atoms = self._dual = None
         self._sign = 1.0 if direction == "remove" else -1.0
-        own = 0 if direction == "remove" else 1
-        self._m = 1 - own if dual else own
-        # K_this(t) = K(a t + b) with K(tau) = log E_P[exp(tau L)]
-        self._a = self._sign
-        self._b = {("remove", False): 0.0, ("remove", True): -1.0,
-                   ("add", False): -1.0, ("add", True): 0.0}[(direction, dual)]
+        under_q = (direction == "add") != dual  # the measure is Q: remove's dual, add's own
+        self._m = int(under_q)
+        self._a, self._b = self._sign, -1.0 if under_q else 0.0  # K_this(t) = K(a t + b), K(tau) = log E_P e^(tau L)
 
     @property
     def dual(self) -> PLRV:
@@ -294,12 +289,8 @@ class PLRV:
 
         Parameters
         ----------
-        t : a finite real number, or a 1-D array of them.
+        t : a finite real number, or a 1-D array of them (then the result is an array; a float for a scalar).
         order : the derivative, 0..6.
-
-        Returns
-        -------
-        A float for a scalar ``t``, else a 1-D array.
 
         Raises
         ------
@@ -313,6 +304,15 @@ class PLRV:
             raise ParameterError("t must be finite")
         out = np.array([self._a ** order * self._core.cgf(self._a * x + self._b, order) for x in ts])
         return float(out[0]) if scalar else out
+
+    def cgf_unchecked(self, t: float) -> float:
+        """``cgf(t)`` without the argument checks, for accountants passing their own grid's tilts.
+
+        Parameters
+        ----------
+        t : a finite float (not checked).
+        """
+        return self._core.cgf(self._a * t + self._b, 0)
 
     def cgf_vector(self, t: float, n: int = 4) -> np.ndarray:
         """[K(t), K'(t), ..., K^(n)(t)] in one pass; +inf entries where the MGF diverges.
