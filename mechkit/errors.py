@@ -10,6 +10,7 @@ import warnings
 from collections.abc import Iterator
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
 class MechkitError(ValueError):
@@ -150,3 +151,26 @@ def real_array(name: str, value: object) -> np.ndarray:
     if arr.size == 0:
         raise ParameterError(f"{name} is empty: pass a number or a non-empty array of numbers")
     return arr.astype(float)
+
+
+def check_eps_array(epsilon: float | ArrayLike) -> np.ndarray:
+    """``epsilon`` as a 1-D float array of values in (-inf, inf]: the hockey-stick divergence is defined at every
+    real epsilon (at a negative one it is at least 1 - e^epsilon).
+
+    Parameters
+    ----------
+    epsilon : a real number or an array-like of them.
+
+    Returns
+    -------
+    The values as a float64 array of at least one dimension.
+
+    Raises
+    ------
+    ParameterError : a value that is not real, nan or -inf, or an empty array.
+    """
+    eps = np.atleast_1d(real_array("epsilon", epsilon))
+    bad = np.isnan(eps) | (eps == -np.inf)
+    if np.any(bad):
+        raise ParameterError(f"epsilon must lie in (-inf, inf], got {eps[bad][0]!r}")
+    return eps

@@ -153,13 +153,13 @@ class _Side:
     def uniform_bound(self):
         """sup_x |F(x) - E_1(x)| <= this (Lemma 4.3 with the explicit remainder), with a quadrature allowance."""
         if self._delta is None:
-            from .edgeworth_bound import edgeworth_bound, mean_abs_dev
+            from .edgeworth_bound import edgeworth_bound
 
             vecs, m = self._vecs, self.m
             bbar3 = (self.sd ** 2 / m) ** 1.5
             k3 = sum(c * plrv.tilted_abs3(0.0) for plrv, c, _ in vecs) / m / bbar3
             k4 = sum(c * (v[3] + 3.0 * v[1] ** 2) for _, c, v in vecs) / m / bbar3 ** (4.0 / 3.0)
-            k3t = k3 + sum(c * mean_abs_dev(plrv, v[0]) * v[1] for plrv, c, v in vecs) / m / bbar3
+            k3t = k3 + sum(c * plrv.tilted_abs3(0.0, power=1) * v[1] for plrv, c, v in vecs) / m / bbar3
             lam3 = float(self.kappa[2]) / m / bbar3
             k4 = max(k4, 1.0)
             k3 = max(k3, abs(lam3))

@@ -56,6 +56,7 @@ def _integrand(mode, f1, f2, f3, u, c, w, t, shift, mu, nmom, theta, out):
     mode 2: exp(f1 - shift) * (-expm1(t - f3))_+                 (hockey-stick integrand, t = epsilon)
     mode 3: exp((1+t) f1 - t f2 - shift) * |f3 - mu|^3           (tilted absolute third central moment)
     mode 4: modes 0 and 3 in one pass: out[0..nmom-1] the moments of mode 0 about mu, out[nmom] |f3 - mu|^3
+    mode 5: exp((1+t) f1 - t f2 - shift) * |f3 - mu|             (tilted mean absolute deviation)
     """
     one_m = 1.0 - u * u
     x = c + w * u / one_m
@@ -64,7 +65,7 @@ def _integrand(mode, f1, f2, f3, u, c, w, t, shift, mu, nmom, theta, out):
         out[j] = 0.0
     if not (math.isfinite(x) and math.isfinite(jac)):
         return
-    if mode == 0 or mode == 3 or mode == 4:
+    if mode == 0 or mode == 3 or mode == 4 or mode == 5:
         lp = f1(x, theta)
         if lp == -np.inf:
             return
@@ -81,6 +82,9 @@ def _integrand(mode, f1, f2, f3, u, c, w, t, shift, mu, nmom, theta, out):
         if mode == 3:
             d = abs(d)
             out[0] = v * d * d * d
+            return
+        if mode == 5:
+            out[0] = v * abs(d)
             return
         top = nmom if mode == 4 else nmom + 1
         p = 1.0

@@ -23,6 +23,7 @@ from .core import (
     combine_cgf,
     infinite_cgf,
     lse,
+    memo_abs,
     memo_cgf,
     memo_vector,
 )
@@ -474,14 +475,16 @@ class ContinuousCore(Law):
         """[K(tau), K'(tau), ..., K^(n)(tau)] in one pass (closed forms where attached, else quadrature)."""
         return memo_vector(self, float(tau), n)
 
-    def tilted_abs3(self, tau):
-        """E|L_tau - K'(tau)|^3 for the tau-tilted loss (quadrature; the Berry-Esseen term of the SPA)."""
-        return self.cgf_quadrature(tau, 3, abs3=True)
+    def tilted_abs(self, tau, power=3):
+        """E|L_tau - K'(tau)|^power (power 3 or 1) for the tau-tilted loss (quadrature; the Berry-Esseen term, the
+        mean absolute deviation; memoised)."""
+        return memo_abs(self, float(tau), power)
 
-    def cgf_quadrature(self, tau, order=0, vector=False, abs3=False):
+    def cgf_quadrature(self, tau, order=0, vector=False, abs_power=0):
         """K^(order)(tau) by adaptive quadrature of tilted central moments.
 
-        ``vector``: return [K, K', ..., K^(order)]; ``abs3``: return the tilted absolute third central moment.
+        ``vector``: return [K, K', ..., K^(order)]; ``abs_power`` 1 or 3: return the tilted absolute first or third
+        central moment.
         """
         cache = self._tilted_pieces(tau)
         if cache is None:
@@ -491,11 +494,11 @@ class ContinuousCore(Law):
             res, _ = N.gk_integrate(0, lp, lq, L, pc.a, pc.b, xs, w, tau, gs, 0.0, 1, self.theta, QUAD_RTOL, 8)
             parts.append((gs, res[0], res[1]))
         at = self.atoms
-        mode = 3 if abs3 else 0
+        mode = {0: 0, 3: 3, 1: 5}[abs_power]
         return combine_cgf(parts, at, tau, order, lambda mu, nm: [
-            (gs_, N.gk_integrate(mode, lp_, lq_, L_, pc_.a, pc_.b, xs_, w_, tau, gs_, mu, 0 if abs3 else nm,
+            (gs_, N.gk_integrate(mode, lp_, lq_, L_, pc_.a, pc_.b, xs_, w_, tau, gs_, mu, 0 if abs_power else nm,
                                  self.theta, QUAD_RTOL, 8)[0])
-            for pc_, lp_, lq_, L_, xs_, w_, gs_ in cache], vector=vector, abs3=abs3)
+            for pc_, lp_, lq_, L_, xs_, w_, gs_ in cache], vector=vector, abs_power=abs_power)
 
     # -- validation ----------------------------------------------------------------------------------
     def _probe_points(self, pc):

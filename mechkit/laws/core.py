@@ -324,6 +324,19 @@ def memo_cgf(core, tau, order):
     return got
 
 
+def memo_abs(core, tau, power):
+    """``tilted_abs`` values are pure functions of (tau, power) too (the remove direction under Q and the add
+    direction under P ask for the same ones)."""
+    memo = core.__dict__.setdefault("_cgf_memo", {})
+    key = (tau, "abs", power)
+    got = memo.get(key)
+    if got is None:
+        if len(memo) >= CGF_MEMO_SIZE:
+            memo.clear()
+        got = memo[key] = core.cgf_quadrature(tau, power, abs_power=power)
+    return got
+
+
 def infinite_cgf(order, vector):
     return np.full(order + 1, np.inf) if vector else np.inf
 
@@ -370,13 +383,13 @@ def _atom_terms(at, tau):
     return w[keep], v[keep]
 
 
-def combine_cgf(parts, at, tau, order, central_pass, vector=False, abs3=False):
+def combine_cgf(parts, at, tau, order, central_pass, vector=False, abs_power=0):
     """Combine continuous-part integrals (log-shift, I0, I1) and atoms into K^(order)(tau).
 
-    ``vector``: [K, K', ..., K^(order)] instead; ``abs3``: the tilted E|L - K'|^3 (central_pass then
-    integrates |L - mu|^3).
+    ``vector``: [K, K', ..., K^(order)] instead; ``abs_power`` 1 or 3: the tilted E|L - K'|^abs_power (central_pass
+    then integrates |L - mu|^abs_power).
     """
-    if order == 0 and not (vector or abs3) and parts and not at.values.size:
+    if order == 0 and not (vector or abs_power) and parts and not at.values.size:
         # the CGF of a law without point masses (the Chernoff tables ask for many): no atom arrays to combine
         g = max(p[0] for p in parts)
         I0 = sum(p[1] * math.exp(p[0] - g) for p in parts)
@@ -393,15 +406,15 @@ def combine_cgf(parts, at, tau, order, central_pass, vector=False, abs3=False):
     if not I0 > 0 or not math.isfinite(I0):
         return infinite_cgf(order, vector) if order == 0 or vector or not I0 > 0 else np.inf
     K0 = math.log(I0) + g
-    if order == 0 and not abs3:
+    if order == 0 and not abs_power:
         return np.array([K0]) if vector else K0
     if np.any(np.isinf(av) & (aw > NEG_INF)):
         return infinite_cgf(order, vector)
     I1 = sum(p[2] * math.exp(p[0] - g) for p in parts) + float(np.sum(np.exp(aw - g) * av))
     mu = I1 / I0
-    if abs3:
+    if abs_power:
         tot = sum(float(res[0]) * math.exp(gs - g) for gs, res in central_pass(mu, 0))
-        tot += float(np.sum(np.exp(aw - g) * np.abs(av - mu) ** 3))
+        tot += float(np.sum(np.exp(aw - g) * np.abs(av - mu) ** abs_power))
         return tot / I0
     if order == 1:
         return np.array([K0, mu]) if vector else mu

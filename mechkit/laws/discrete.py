@@ -11,7 +11,8 @@ import numpy as np
 
 from ..engine import numerics as N
 from ..errors import SpecificationError
-from .core import NEG_INF, NORMALISATION_TOL, AtomSet, DensityUndefined, Law, combine_cgf, lse, memo_cgf, memo_vector
+from .core import (NEG_INF, NORMALISATION_TOL, AtomSet, DensityUndefined, Law, combine_cgf, lse, memo_abs, memo_cgf,
+                   memo_vector)
 
 
 #: a tabulated pmf (``_PythonKernel``) keeps the points where p or q exceeds e^-690 (about 1e-300): beyond, SciPy's
@@ -131,14 +132,14 @@ class DiscreteCore(Law):
                 return val
         return self.cgf_quadrature(tau, order)
 
-    def cgf_quadrature(self, tau, order=0, vector=False, abs3=False):
-        return combine_cgf([], self.atoms, float(tau), order, lambda mu, nm: [], vector=vector, abs3=abs3)
+    def cgf_quadrature(self, tau, order=0, vector=False, abs_power=0):
+        return combine_cgf([], self.atoms, float(tau), order, lambda mu, nm: [], vector=vector, abs_power=abs_power)
 
     def cgf_vector(self, tau, n=4):
         return memo_vector(self, float(tau), n)
 
-    def tilted_abs3(self, tau):
-        return self.cgf_quadrature(tau, 3, abs3=True)
+    def tilted_abs(self, tau, power=3):
+        return memo_abs(self, float(tau), power)
 
     def closed_cgf_value(self, name, tau):
         """The closed-form CGF kernel ``name`` at ``tau``."""

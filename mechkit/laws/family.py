@@ -33,7 +33,8 @@ from . import screen as _screen
 from .continuous import ContinuousCore
 from .core import DensityUndefined
 from .discrete import DiscreteCore
-from .plrv import PLRV, check_eps_array
+from ..errors import check_eps_array
+from .plrv import PLRV
 from .portable import PortableFamily, PortableMechanism
 
 _FAMILIES = {}

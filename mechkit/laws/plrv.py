@@ -10,30 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..engine.logspace import log1mexp
-from ..errors import DerivationError, ParameterError, check_finite_real, real_array
-
-
-def check_eps_array(epsilon: float | ArrayLike) -> np.ndarray:
-    """``epsilon`` as a 1-D float array of values in (-inf, inf]: the hockey-stick divergence is defined at every
-    real epsilon (at a negative one it is at least 1 - e^epsilon).
-
-    Parameters
-    ----------
-    epsilon : a real number or an array-like of them.
-
-    Returns
-    -------
-    The values as a float64 array of at least one dimension.
-
-    Raises
-    ------
-    ParameterError : a value that is not real, nan or -inf, or an empty array.
-    """
-    eps = np.atleast_1d(real_array("epsilon", epsilon))
-    bad = np.isnan(eps) | (eps == -np.inf)
-    if np.any(bad):
-        raise ParameterError(f"epsilon must lie in (-inf, inf], got {eps[bad][0]!r}")
-    return eps
+from ..errors import DerivationError, ParameterError, check_eps_array, check_finite_real
 
 
 class PLRV:
@@ -336,19 +313,21 @@ class PLRV:
         v = np.array(self._core.cgf_vector(self._a * t + self._b, n), dtype=float)
         return v * self._a ** np.arange(n + 1)
 
-    def tilted_abs3(self, t: float) -> float:
-        """E|Z_t - K'(t)|^3, the absolute third central moment of the t-tilted variable.
+    def tilted_abs3(self, t: float, power: int = 3) -> float:
+        """E|Z_t - K'(t)|^power of the t-tilted variable: its absolute third central moment (the default) or, for
+        power 1, its mean absolute deviation.
 
         Parameters
         ----------
-        t : the tilt, a finite real number.
+        t, power : the tilt, a finite real number; 3 or 1.
 
         Raises
         ------
-        ParameterError : t not a finite real number.
+        ParameterError : t not a finite real number, or power not 1 or 3.
         """
-        t = check_finite_real("t", t)
-        return float(self._core.tilted_abs3(self._a * t + self._b))
+        if power not in (1, 3):
+            raise ParameterError(f"power must be 1 or 3, got {power!r}")
+        return float(self._core.tilted_abs(self._a * check_finite_real("t", t) + self._b, power))
 
     def tilt_mode(self, t: float) -> float:
         """About where the t-tilted law of the privacy loss has its bulk (``Law.tilt_mode``): a centre for

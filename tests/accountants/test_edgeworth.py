@@ -25,7 +25,6 @@ from scipy.stats import binom, norm
 
 import mechkit as mk
 from mechkit.accountants import edgeworth as ew
-from mechkit.accountants import edgeworth_bound
 from mechkit.errors import ParameterError
 from tests.helpers import Reached
 from tests.references import contour_mix as C
@@ -299,7 +298,26 @@ def test_moments_against_quadrature_in_the_gaussian_coordinate(p, sigma):
         plrv = seq.parts[0][0] if side is seq.Y else seq.parts[0][0].dual
         z0 = optimize.brentq(lambda z: _sg_loss(z, p, mu) - m1, -40, 40, xtol=1e-14)  # the kink of |x - m1|
         mad = moment(lambda x: abs(x - m1), wgt, z0)
-        assert edgeworth_bound.mean_abs_dev(plrv, m1) == pytest.approx(mad, rel=1e-7, abs=0)
+        assert plrv.tilted_abs3(0.0, power=1) == pytest.approx(mad, rel=1e-9, abs=0)
+
+
+def test_absolute_central_moments_of_a_two_point_loss_are_exact():
+    # randomized response at eps0: the loss is +-eps0, with probability e^eps0 / (1 + e^eps0) of +eps0 under P; the
+    # mean absolute deviation (power 1, the uniform bound's K~ input) and E|Z - EZ|^3, under each measure, and at a
+    # tilt (the tilted law of a two-point loss is two-point too)
+    eps0 = 0.7
+    m = mk.randomized_response(eps0)
+    for plrv in (m.plrv("remove"), m.plrv("remove").dual, m.plrv("add"), m.plrv("add").dual):
+        for t in (0.0, 0.8):
+            p_hi = float(np.exp(plrv.logsf(0.0)))  # P(Z = +eps0)
+            w_hi, w_lo = p_hi * math.exp(t * eps0), (1 - p_hi) * math.exp(-t * eps0)
+            q = w_hi / (w_hi + w_lo)
+            mean = eps0 * (2 * q - 1)
+            for power in (1, 3):
+                want = q * abs(eps0 - mean) ** power + (1 - q) * abs(-eps0 - mean) ** power
+                assert plrv.tilted_abs3(t, power=power) == pytest.approx(want, rel=1e-13, abs=0)
+    with pytest.raises(ParameterError, match="power"):
+        m.plrv("remove").tilted_abs3(0.0, power=2)
 
 
 def test_chernoff_bounds_are_valid_and_at_least_as_tight_as_prop_4_5():
