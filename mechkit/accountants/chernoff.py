@@ -31,6 +31,7 @@ _LOG_T0, _LOG_STEP = math.log(TILTS[0]), math.log(TILTS[1] / TILTS[0])
 #: the argument of K for each line at the tilt t, and the sign of the line's slope in x
 _ARG = {"Y": lambda t: t, "X": lambda t: t - 1.0, "Ylow": lambda t: -t, "hs": lambda t: t}
 _SIGN = {"Y": -1.0, "X": -1.0, "Ylow": 1.0, "hs": -1.0}
+_FIRST = np.zeros(1, dtype=np.intp)  # the region of a single point
 
 
 def _first_rising(rising, n, guess):
@@ -164,6 +165,10 @@ class ChernoffLines:
         mean = self._moments["X" if name == "X" else "Y"][0]
         live = np.ones(x.shape, bool) if name == "hs" else (x > mean if _SIGN[name] < 0 else x < mean)
         if not live.any():
+            return out
+        if x.shape == (1,):  # one point (the epsilon query's root searches): its own minimum, no block
+            c = self._at(name, float(x[0]), {})
+            out[0] = math.inf if covered is not None and covered(c, _FIRST) else c
             return out
         pos = np.nonzero(live)[0]
         order = pos[np.argsort(x[pos], kind="stable")]

@@ -68,7 +68,7 @@ def _cdf_correction(z, g3, g4, g5, order):
     h = np.zeros_like(z)
     if order == 0:
         return h
-    he = _hermite(z, 8)
+    he = _hermite(z, (2, 5, 8)[order - 1])  # the polynomials this order uses
     h = h + g3 / 6.0 * he[2]
     if order >= 2:
         h = h + g4 / 24.0 * he[3] + g3 * g3 / 72.0 * he[5]
