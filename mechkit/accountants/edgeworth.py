@@ -99,6 +99,8 @@ def _signed_log_sf(z, h):
     tail keeps its relative accuracy; below it, Q(z) >= 1/2 is summed directly.
     """
     z = np.asarray(z, float)
+    if z.shape == (1,):
+        return _signed_log_sf_point(z[0], h[0])
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         upper = z > 0
         inner = np.where(upper, math.sqrt(math.pi / 2.0) * erfcx(np.where(upper, z, 0.0) / math.sqrt(2.0)) + h, 0.0)
@@ -106,6 +108,19 @@ def _signed_log_sf(z, h):
         val = np.where(upper, inner, direct)
         logmag = np.where(upper, -0.5 * z * z - LOG_SQRT_2PI + np.log(np.abs(inner)), np.log(np.abs(direct)))
     return logmag, np.sign(val)
+
+
+def _signed_log_sf_point(z, h):
+    """``_signed_log_sf`` at one point (the epsilon query's root searches): only the branch it needs, NumPy's
+    ufuncs on float64 scalars (the same floats as on arrays; math's exp and log differ in the last bit)."""
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        if z > 0:
+            val = math.sqrt(math.pi / 2.0) * erfcx(z / math.sqrt(2.0)) + h
+            logmag = -0.5 * z * z - LOG_SQRT_2PI + np.log(np.abs(val))
+        else:
+            val = ndtr(-z) + np.exp(-0.5 * z * z - LOG_SQRT_2PI) * h
+            logmag = np.log(np.abs(val))
+    return np.array([logmag]), np.array([np.sign(val)])
 
 
 def _signed_diff(la, sa, lb, sb):

@@ -301,6 +301,18 @@ def test_moments_against_quadrature_in_the_gaussian_coordinate(p, sigma):
         assert plrv.tilted_abs3(0.0, power=1) == pytest.approx(mad, rel=1e-9, abs=0)
 
 
+@settings(max_examples=10 * settings.default.max_examples)  # cheap; a last-bit difference needs many values to show
+@given(st.lists(st.tuples(st.floats(-40.0, 40.0), st.floats(-3.0, 3.0)), min_size=2, max_size=60))
+def test_one_point_tail_is_the_same_floats_as_in_an_array(pts):
+    # the root searches evaluate one point at a time on their own path (the branch the point needs, NumPy scalars)
+    z = np.array([p for p, _ in pts] + [0.0])  # z = 0 exactly: the lower branch
+    h = np.array([q for _, q in pts] + [0.5])
+    logmag, sign = ew._signed_log_sf(z, h)
+    for i in range(z.size):
+        one = ew._signed_log_sf(z[i:i + 1], h[i:i + 1])
+        assert np.array_equal(one[0], logmag[i:i + 1]) and np.array_equal(one[1], sign[i:i + 1]), (z[i], h[i])
+
+
 def test_absolute_central_moments_of_a_two_point_loss_are_exact():
     # randomized response at eps0: the loss is +-eps0, with probability e^eps0 / (1 + e^eps0) of +eps0 under P; the
     # mean absolute deviation (power 1, the uniform bound's K~ input) and E|Z - EZ|^3, under each measure, and at a
