@@ -190,6 +190,19 @@ def test_reference_can_fail():
     assert got.lower > r[1]
 
 
+def test_reference_sees_a_positive_stretch_next_to_a_cut():
+    """The sign scan looks at each part's ends: truncated Laplace shift at A = b = 1 and eps = 0.998046875, where
+    p - e^eps q > 0 only on the last 1e-3 of [0, 1] (the scan's midpoints stop 1.25e-3 short of it); the value
+    against a direct mpmath integral over that stretch plus the mass at +inf (1/2, by symmetry)."""
+    eps = mp.mpf(0.998046875)
+    z = 2 * (1 - mp.e ** -1)
+    p = lambda v: mp.e ** -abs(v - 1) / z if 0 <= v <= 2 else mp.mpf(0)  # noqa: E731
+    q = lambda v: mp.e ** -abs(v) / z if -1 <= v <= 1 else mp.mpf(0)  # noqa: E731
+    want = mp.mpf(1) / 2 + mp.quad(lambda v: p(v) - mp.e ** eps * q(v), [(1 + eps) / 2, 1])  # L = 2x - 1 on [0, 1]
+    got = ref.hockey_stick(p, q, float(eps), [-1, 0, 1, 2])
+    assert abs(got - want) < 1e-15 and want - mp.mpf(1) / 2 > 7e-7
+
+
 def test_conditions_that_cannot_be_resolved_are_refused():
     with pytest.raises(mk.SpecificationError, match="floor"):
         mk.Mechanism.from_densities(sp.exp(-sp.floor(sp.Abs(x))) * (1 - sp.exp(-1)) / 2,
