@@ -14,8 +14,10 @@ monotonically with x (up for slopes -t, down for +t).  The minimum over the whol
 of x is therefore the minimum over the block of tilts between the minimisers at the array's two ends, found by a
 search that starts at the Gaussian model's tilt; only that block's CGF values are computed (each once).  Where the
 bound cannot be below 1 (x at or below the mean for ``"Y"`` and ``"X"``, at or above it for ``"Ylow"``: K(t) >=
-t K'(0) by convexity, and the CGF carries an allowance on the high side), it is 0 without a search.  The values
-are those of the minimum over the whole grid, evaluated the same way.
+t K'(0) by convexity, and the CGF carries an allowance on the high side), it is 0 without a search.  Where the
+caller compares a bound with values of its own and keeps the smaller (``covered``), the points where the bound
+cannot win are found by one test at the edge of their region (the bound only grows towards the mean) and get +inf,
+their tilts not computed.  The values are those of the minimum over the whole grid, evaluated the same way.
 """
 from __future__ import annotations
 
@@ -52,9 +54,15 @@ def _first_rising(rising, n, guess):
             lo, step = hi, step + 1
             hi = lo + step
         hi = min(hi, n - 1)
-    while hi - lo > 1:  # rising(lo) false (or lo = -1), rising(hi) true
+    return _bisect(rising, lo, hi)
+
+
+def _bisect(pred, lo, hi):
+    """The first index in (lo, hi] where pred holds, given that it holds at hi and not at lo (or lo = -1), and that
+    it holds from its first index on."""
+    while hi - lo > 1:
         mid = (lo + hi) // 2
-        if rising(mid):
+        if pred(mid):
             hi = mid
         else:
             lo = mid
@@ -145,14 +153,7 @@ class ChernoffLines:
         while good >= 0 and not ok(good):
             bad, step = good, 2 * step
             good = bad - step
-        good = max(good, -1)
-        while bad - good > 1:  # passes at good (or good = -1), fails at bad
-            mid = (good + bad) // 2
-            if ok(mid):
-                good = mid
-            else:
-                bad = mid
-        return bad
+        return _bisect(lambda p: not ok(p), max(good, -1), bad)  # the first point that fails
 
     def bound(self, name, x, covered=None):
         """min over the grid of the named lines at each x (an array), capped at 0.

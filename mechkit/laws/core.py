@@ -312,29 +312,27 @@ GL8 = np.polynomial.legendre.leggauss(8)
 GL16 = np.polynomial.legendre.leggauss(16)
 
 
-def memo_cgf(core, tau, order):
-    """CGF values are pure functions of (tau, order) for a bound mechanism: remember them (bounded)."""
+def _memoised(core, key, compute):
+    """The law's CGF-type values are pure functions of their arguments for a bound mechanism: remembered under
+    ``key`` (bounded; ``compute()`` on a miss)."""
     memo = core.__dict__.setdefault("_cgf_memo", {})
-    key = (tau, order)
     got = memo.get(key)   # read once: another thread may clear the memo meanwhile (the FFT's two directions)
     if got is None:
         if len(memo) >= CGF_MEMO_SIZE:
             memo.clear()
-        got = memo[key] = core._cgf_uncached(tau, order)
+        got = memo[key] = compute()
     return got
+
+
+def memo_cgf(core, tau, order):
+    """K^(order)(tau), memoised."""
+    return _memoised(core, (tau, order), lambda: core._cgf_uncached(tau, order))
 
 
 def memo_abs(core, tau, power):
-    """``tilted_abs`` values are pure functions of (tau, power) too (the remove direction under Q and the add
-    direction under P ask for the same ones)."""
-    memo = core.__dict__.setdefault("_cgf_memo", {})
-    key = (tau, "abs", power)
-    got = memo.get(key)
-    if got is None:
-        if len(memo) >= CGF_MEMO_SIZE:
-            memo.clear()
-        got = memo[key] = core.cgf_quadrature(tau, power, abs_power=power)
-    return got
+    """``tilted_abs`` (E|L_tau - K'(tau)|^power), memoised: the remove direction under Q and the add direction under
+    P ask for the same values."""
+    return _memoised(core, (tau, "abs", power), lambda: core.cgf_quadrature(tau, power, abs_power=power))
 
 
 def infinite_cgf(order, vector):
@@ -342,20 +340,15 @@ def infinite_cgf(order, vector):
 
 
 def memo_vector(core, tau, n):
-    memo = core.__dict__.setdefault("_cgf_memo", {})
-    key = (tau, "vector", n)
-    got = memo.get(key)
-    if got is None:
-        if len(memo) >= CGF_MEMO_SIZE:
-            memo.clear()
+    """[K, K', ..., K^(n)](tau), memoised: closed forms where attached and finite, else one quadrature pass."""
+    def compute():
         closed = core.closed_cgf
-        vec = None
         if closed is not None and len(closed) > n:
             vec = np.array([core.closed_cgf_value(closed[j], tau) for j in range(n + 1)])
-            if not np.all(np.isfinite(vec)):
-                vec = None
-        got = memo[key] = vec if vec is not None else core.cgf_quadrature(tau, n, vector=True)
-    return got
+            if np.all(np.isfinite(vec)):
+                return vec
+        return core.cgf_quadrature(tau, n, vector=True)
+    return _memoised(core, (tau, "vector", n), compute)
 
 
 def _infinite_stats(n, center):
