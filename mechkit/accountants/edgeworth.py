@@ -264,7 +264,12 @@ class _Sequence:
                 sy_lo = np.maximum(floor, -np.expm1(self.chernoff("Ylow", eps,
                                                                   lambda c, r: -math.expm1(c) <= _lo(floor[r]))))
                 log_gx = np.log(gx + dx)
-                log_sx_up = np.minimum(log_gx, self.chernoff("X", eps, lambda c, r: c >= np.max(log_gx[r])))
+                # where sy_lo is 0, lo = -e^(...) <= 0 whatever S_X's cap: it is asked only where sy_lo > 0
+                cap_x, need = np.full(eps.shape, np.inf), sy_lo > 0.0
+                if need.any():
+                    lg = log_gx[need]
+                    cap_x[need] = self.chernoff("X", eps[need], lambda c, r: c >= np.max(lg[r]))
+                log_sx_up = np.minimum(log_gx, cap_x)
                 lo = my * sy_lo - np.exp(eps + lmx + log_sx_up)
                 lo = np.where(beyond, 0.0, np.maximum(lo, 0.0))
                 lo = lo if a == 0.0 else a + lo

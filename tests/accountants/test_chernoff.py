@@ -29,6 +29,7 @@ def _run(i):
         [(mk.laplace(1.0), 5)],                                  # a bounded loss: K finite everywhere, K' saturates
         [(mk.randomized_response(1.0), 30)],                     # point masses only
         [(mk.approximate_dp(0.5, 1e-3), 30), (mk.gaussian(2.0), 1)],  # infinite losses: the finite parts' lines
+        [(mk.laplace(20.0), 10000)],  # a small uniform bound: positive lower bounds, where the X cap decides them
     ]
     seqs = ew._sequences(runs[i])
     tables = []
@@ -51,7 +52,7 @@ def _eager(table, name, x):
         return np.minimum(np.min(a[ok][None, :] + b[ok][None, :] * x[:, None], axis=1), 0.0)
 
 
-RUNS = 7
+RUNS = 8
 
 
 @settings(max_examples=3 * settings.default.max_examples)
