@@ -361,6 +361,8 @@ def _atom_terms(at, tau):
     tabulated law has 1e5-1e6 atoms).  The atom at +inf (P-mass) counts at tau = 0 and makes M infinite above it;
     the one at -inf (Q-mass) counts at tau = -1 and makes M infinite below it; finite atoms weigh log P + tau L."""
     v, lp, lq = at.values, at.logP, at.logQ
+    if not v.size:
+        return v, v  # no point masses (most continuous laws): nothing to weigh
     pinf, ninf = (v == np.inf) & (lp > NEG_INF), (v == -np.inf) & (lq > NEG_INF)
     if (tau > 0 and pinf.any()) or (tau < -1 and ninf.any()):
         return None
@@ -382,11 +384,6 @@ def combine_cgf(parts, at, tau, order, central_pass, vector=False, abs_power=0):
     ``vector``: [K, K', ..., K^(order)] instead; ``abs_power`` 1 or 3: the tilted E|L - K'|^abs_power (central_pass
     then integrates |L - mu|^abs_power).
     """
-    if order == 0 and not (vector or abs_power) and parts and not at.values.size:
-        # the CGF of a law without point masses (the Chernoff tables ask for many): no atom arrays to combine
-        g = max(p[0] for p in parts)
-        I0 = sum(p[1] * math.exp(p[0] - g) for p in parts)
-        return math.log(I0) + g if I0 > 0 and math.isfinite(I0) else math.inf
     terms = _atom_terms(at, tau)
     if terms is None:
         return infinite_cgf(order, vector)
@@ -395,7 +392,7 @@ def combine_cgf(parts, at, tau, order, central_pass, vector=False, abs_power=0):
     if not shifts:
         raise DerivationError("the tilted distribution has no mass")
     g = max(shifts)
-    I0 = sum(p[1] * math.exp(p[0] - g) for p in parts) + float(np.sum(np.exp(aw - g)))
+    I0 = sum(p[1] * math.exp(p[0] - g) for p in parts) + (float(np.sum(np.exp(aw - g))) if aw.size else 0.0)
     if not I0 > 0 or not math.isfinite(I0):
         return infinite_cgf(order, vector) if order == 0 or vector or not I0 > 0 else np.inf
     K0 = math.log(I0) + g
