@@ -329,23 +329,20 @@ def _estimate(seqs, eps, order):
     return est
 
 
-def _bound_curve(seqs, eps, which):
-    """The lower (``which`` 1) or the upper (2) delta curve alone, max over the sequences."""
-    out = np.zeros(eps.shape)
+def _bound_curves(seqs, eps, lower=True, upper=True):
+    """(lower, upper) delta curves at each eps, max over the sequences; None for the one not asked for."""
+    lo = np.zeros(eps.shape) if lower else None
+    up = np.zeros(eps.shape) if upper else None
     for s in seqs:
-        lo, up = s.bounds(eps, lower=which == 1, upper=which == 2)
-        out = np.maximum(out, lo if which == 1 else up)
-    return out
+        l_, u_ = s.bounds(eps, lower, upper)
+        lo = None if l_ is None else np.maximum(lo, l_)
+        up = None if u_ is None else np.maximum(up, u_)
+    return lo, up
 
 
 def _curves(seqs, eps, order):
     """(estimate, lower, upper) of delta at each eps, max over the sequences."""
-    lo = np.zeros(eps.shape)
-    up = np.zeros(eps.shape)
-    for s in seqs:
-        l_, u_ = s.bounds(eps)
-        lo, up = np.maximum(lo, l_), np.maximum(up, u_)
-    return _estimate(seqs, eps, order), lo, up
+    return (_estimate(seqs, eps, order), *_bound_curves(seqs, eps))
 
 
 def _neighbour(order):
@@ -416,7 +413,7 @@ def _plain_epsilon(items, d, order):
     est, lo, up = _curves(seqs, grid, order)
 
     def one(which):
-        return lambda e: float(_bound_curve(seqs, np.array([e]), which)[0])
+        return lambda e: float(_bound_curves(seqs, np.array([e]), which == 1, which == 2)[which - 1][0])
 
     val = _last_crossing(lambda e: float(_estimate(seqs, np.array([e]), order)[0]), grid, est, d)
     val = 0.0 if val is None else val
