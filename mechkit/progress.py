@@ -5,7 +5,8 @@ operation on a ``concurrent.futures.Executor``.
 fast work prints nothing:
 
 * ``announce(what)``: preparing something that is cached on disk afterwards (a derivation, compiling the engine or
-  a family's kernels): first use only;
+  a family's kernels): first use only (``tally``: the same line for preparation done in many short steps, once
+  their total passes ``DELAY``);
 * ``working(what)``: a long operation (a large FFT composition, individual accounting over many examples, a sweep, a
   calibration).  A working line inside another one in the same thread (a sweep's FFT compositions) is not printed:
   the outer line covers it.
@@ -157,6 +158,26 @@ def announce(what: str) -> Iterator[None]:
         return
     with _timer("%s (first use only; cached on disk afterwards) ...", (what,)):
         yield
+
+
+_tallies: dict = {}
+
+
+def tally(key: Hashable, what: str, seconds: float) -> None:
+    """Add ``seconds`` of preparation done in short steps (e.g. compiling one kernel of a family when a query
+    first asks for it) to ``key``'s total; when the total first passes ``DELAY``, log ``announce``'s line for
+    ``what`` (no single step runs long enough for ``announce``'s timer).
+
+    Parameters
+    ----------
+    key : what the steps belong to (e.g. a family's generated module name).
+    what : what is prepared, e.g. "compiling the kernels of the family 'gaussian'".
+    seconds : the duration of the step just done.
+    """
+    before = _tallies.get(key, 0.0)
+    _tallies[key] = before + seconds
+    if before < DELAY <= before + seconds and is_enabled():
+        LOGGER.info("%s (first use only; cached on disk afterwards) ...", what)
 
 
 @contextlib.contextmanager

@@ -3,11 +3,16 @@
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from numba import njit, types
 from numba.core import cgutils
 from numba.experimental.function_type import _get_wrapper_address
 from numba.extending import intrinsic
+
+from ..errors import SpecificationError
+from ..progress import tally
 
 # Kernels are passed as first-class functions of this type.  Engine functions carry explicit signatures so
 # their cache key is structural: one compiled engine serves every family, in every process.
@@ -35,6 +40,10 @@ class KernelRef:
     Passing a Numba dispatcher as a first-class function makes every call look the compiled result up again
     (tens of microseconds, more than many engine calls take); a reference resolves the address once.  It is
     also callable from Python (through the dispatcher).
+
+    A family's kernels are compiled when first asked for (``kernel_refs``), each for its one signature
+    (``KERNEL_SIG``, loaded from Numba's disk cache where it was compiled before); one that Numba rejects raises
+    ``SpecificationError`` naming it.
     """
 
     __slots__ = ("dispatcher", "_addr")
@@ -63,14 +72,31 @@ class KernelRef:
         return self.dispatcher(*args)
 
 
+def _compiled(dispatcher, name, mod):
+    """``dispatcher`` compiled for ``KERNEL_SIG`` (or loaded from Numba's disk cache) and closed to other
+    signatures (a Python call with an int converts instead of compiling a second version); the time it took is
+    tallied per family (``progress.tally``: one line once a family's kernels have taken a second)."""
+    if KERNEL_SIG.args not in dispatcher.overloads:
+        start = time.perf_counter()
+        try:
+            dispatcher.compile(KERNEL_SIG)
+        except Exception as exc:
+            raise SpecificationError(f"the derived kernel {name} cannot be compiled: {exc}") from exc
+        tally(mod.__name__, f"compiling the kernels of {getattr(mod, 'LABEL', 'a family')}",
+              time.perf_counter() - start)
+    dispatcher.disable_compile()
+    return dispatcher
+
+
 def kernel_refs(mod):
-    """name -> KernelRef for the kernels ``k_<name>`` of a generated family module (cached on the module)."""
+    """name -> KernelRef for the kernels ``k_<name>`` of a generated family module (cached on the module); a
+    kernel is compiled (or loaded from the disk cache) on its first request."""
     refs = mod.__dict__.setdefault("_kernel_refs", {})
 
     def get(name):
         ref = refs.get(name)
         if ref is None:
-            ref = refs[name] = KernelRef(getattr(mod, "k_" + name))
+            ref = refs[name] = KernelRef(_compiled(getattr(mod, "k_" + name), name, mod))
         return ref
     return get
 

@@ -143,7 +143,7 @@ class DiscreteCore(Law):
 
     def closed_cgf_value(self, name, tau):
         """The closed-form CGF kernel ``name`` at ``tau``."""
-        return float(getattr(self.mod, "k_" + name)(tau, self.theta))
+        return float(N.kernel_refs(self.mod)(name)(tau, self.theta))
 
 
 class _PythonKernel:

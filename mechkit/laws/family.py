@@ -23,7 +23,8 @@ import sympy as sp
 from numpy.typing import ArrayLike
 
 from .. import relations
-from ..errors import ParameterError, SpecificationError, check_finite_real, check_real, real_array
+from ..engine import numerics as N
+from ..errors import ParameterError, SpecificationError, check_eps_array, check_finite_real, check_real, real_array
 from ..symbolic import codegen
 from ..symbolic.derive import Spec, derive
 from ..symbolic.parse import NAME_RE
@@ -33,7 +34,6 @@ from . import screen as _screen
 from .continuous import ContinuousCore
 from .core import DensityUndefined
 from .discrete import DiscreteCore
-from ..errors import check_eps_array
 from .plrv import PLRV
 from .portable import PortableFamily, PortableMechanism
 
@@ -375,7 +375,7 @@ class Mechanism(PortableMechanism):
 
         def check():
             for tau in (0.7, -1.6, 2.5):
-                closed = float(getattr(mod, "k_" + names[0])(tau, self.theta))
+                closed = float(N.kernel_refs(mod)(names[0])(tau, self.theta))
                 quad = self.core.cgf_quadrature(tau, 0)
                 if not (math.isfinite(closed) and math.isfinite(quad)) or abs(closed - quad) > 1e-7 * (1 + abs(quad)):
                     self.cgf_check_failed = (tau, closed, quad)

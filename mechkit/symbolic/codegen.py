@@ -64,10 +64,11 @@ def code_version():
     raw = hashlib.sha256("\0".join(texts).encode()).hexdigest()
     d = cache_dir()
     memo = None if d is None else Path(d) / "code-version.json"
-    with contextlib.suppress(AttributeError, OSError, ValueError, KeyError, TypeError):  # no cache, no memo, or bad
-        got = json.loads(memo.read_text())
-        if got["raw"] == raw and isinstance(got["version"], str):
-            return got["version"]
+    if memo is not None:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):  # no memo yet, or a bad one
+            got = json.loads(memo.read_text())
+            if got["raw"] == raw and isinstance(got["version"], str):
+                return got["version"]
     h = hashlib.sha256()
     for text in texts:
         h.update(code_text(text).encode())
@@ -207,7 +208,8 @@ MAX_KERNEL_CHARS = 20_000
 def render_module(kernels, symbols, high_precision=(), disk_cache=True, vectorised=False):
     """Python source for the kernels; ``symbols`` is the ordered theta vector (params then consts).
 
-    Each kernel ``name`` becomes a compiled ``k_<name>(X, theta)``; those named in ``high_precision`` also an
+    Each kernel ``name`` becomes a Numba function ``k_<name>(X, theta)``, compiled on its first use
+    (``engine.kernels.kernel_refs``); those named in ``high_precision`` also an
     mpmath function ``mp_<name>(X, theta)`` (plain Python, evaluated at whatever ``mpmath.mp.dps`` is), or
     ``mp_<name> = None`` where it cannot be printed.  ``disk_cache``: Numba caches the machine code beside the
     module (false for a module built in memory).  ``vectorised``: the ``high_precision`` kernels also as NumPy/SciPy
@@ -247,11 +249,9 @@ def render_module(kernels, symbols, high_precision=(), disk_cache=True, vectoris
         except Exception:
             lines.append(f"FAILED.append({name!r})")
             continue
-        # each kernel compiles on its own: one that Numba rejects is recorded, not fatal
-        lines += ["try:",
-                  f'    @njit("float64(float64, float64[::1])", cache={bool(disk_cache)}, error_model="numpy")',
-                  f"    def k_{name}(X, theta):", f"        return float({body})",
-                  "except Exception:", f"    FAILED.append({name!r})", ""]
+        # compiled when first asked for (``engine.kernels.KernelRef``): a query compiles the kernels it uses
+        lines += [f"@njit(cache={bool(disk_cache)}, error_model=\"numpy\")",
+                  f"def k_{name}(X, theta):", f"    return float({body})", ""]
     return "\n".join(lines) + "\n"
 
 
@@ -383,21 +383,28 @@ def _write_entry(d, key, module_source, meta):
 
 def load_or_build(spec, build, label="a family", prebuilt=None):
     """Return (structure, display, module) for a spec, building with ``build(spec)`` on a cache miss.  ``label``
-    names the family in the line printed where loading or building takes long (``progress``); ``prebuilt``: a
+    names the family in the line printed where loading or building takes long (``progress``), and in the one its
+    kernels' compilation prints (``module.LABEL``; they compile as queries first ask for them); ``prebuilt``: a
     directory of shipped entries (``export_entry``) copied into the cache on a miss, so the derivation is skipped."""
+    structure, display, mod = _load_or_build(spec, build, label, prebuilt)
+    mod.LABEL = label
+    return structure, display, mod
+
+
+def _load_or_build(spec, build, label, prebuilt):
     key = family_key(spec)
     d = cache_dir()
     if d is None:
-        with announce(f"deriving and compiling {label}"):
+        with announce(f"deriving {label}"):
             return _build_entry(spec, build, key, d)
     if prebuilt is not None and not _entry_exists(d, key):
         _import_entry(Path(prebuilt) / f"fam_{key}.json", d, key)
-    hit = _load_entry(d, key, label)
+    hit = _load_entry(d, key)
     if hit is not None:
         return hit
-    with announce(f"deriving and compiling {label}"), exclusive(d, f"fam_{key}"):
+    with announce(f"deriving {label}"), exclusive(d, f"fam_{key}"):
         # a process that held the lock before this one has built the entry meanwhile: load it
-        hit = _load_entry(d, key, label)
+        hit = _load_entry(d, key)
         return hit if hit is not None else _build_entry(spec, build, key, d)
 
 
@@ -405,7 +412,7 @@ def _entry_exists(d, key):
     return (d / f"fam_{key}.json").exists() and (d / f"fam_{key}.py").exists()
 
 
-def _load_entry(d, key, label):
+def _load_entry(d, key):
     """(structure, display, module) from the cache entry of ``key`` in ``d``; None where there is none or it is
     corrupt (then rebuilt)."""
     if not _entry_exists(d, key):
@@ -413,8 +420,7 @@ def _load_entry(d, key, label):
     try:
         meta = json.loads((d / f"fam_{key}.json").read_text())
         display = {k: _from_srepr(v) for k, v in meta["display"].items()}
-        with announce(f"compiling the kernels of {label}"):
-            mod = _load_module(d / f"fam_{key}.py", key)
+        mod = _load_module(d / f"fam_{key}.py", key)
         return prune(meta["structure"], mod.FAILED, mod), display, mod
     except Exception:  # a corrupt cache entry is rebuilt
         return None

@@ -1,0 +1,85 @@
+"""A family's kernels compile when a computation first asks for one (issue "Time to first answer"): loading a
+generated module compiles nothing, a request compiles that kernel alone for its one signature, a kernel Numba
+rejects is a SpecificationError naming it, and the time spent is reported once per family when it adds up."""
+import logging
+import sys
+
+import numba
+import numpy as np
+import pytest
+import sympy as sp
+
+from mechkit import SpecificationError, progress
+from mechkit.engine import numerics as N
+from mechkit.symbolic import codegen
+from mechkit.symbolic.derive import Derivation, Spec
+
+x = sp.Symbol("x", real=True)
+SIG = (numba.float64, numba.float64[::1])
+
+
+def _spec(tag):
+    return Spec(p=sp.exp(x) / tag, q=sp.exp(-x) / tag, var=x, kind="finite", lo=0, hi=1, points=(0.0, 1.0))
+
+
+def _build(spec):
+    d = Derivation()
+    d.add("L", 2 * x, x)
+    d.add("B", x ** 2 + 1, x)
+    d.structure = {"kind": "finite", "points": [0.0, 1.0], "L": "L"}
+    d.display = {"privacy_loss": 2 * x}
+    return d
+
+
+@pytest.fixture
+def module(tmp_path, monkeypatch):
+    monkeypatch.setenv("MECHKIT_CACHE_DIR", str(tmp_path))
+    spec = _spec(17)
+    name = f"mechkit_gen_{codegen.family_key(spec)}"
+    sys.modules.pop(name, None)
+    yield codegen.load_or_build(spec, _build, label="the family 'tiny'")[2]
+    sys.modules.pop(name, None)
+
+
+def test_loading_compiles_nothing_and_a_request_compiles_one_kernel(module):
+    assert module.k_L.signatures == [] and module.k_B.signatures == []
+    assert module.LABEL == "the family 'tiny'"
+    get = N.kernel_refs(module)
+    assert get("L")(0.25, np.zeros(0)) == 0.5
+    assert module.k_L.signatures == [SIG] and module.k_B.signatures == []
+    # an int argument converts instead of compiling a second version; the engine takes the same kernel by address
+    assert get("L")(1, np.zeros(0)) == 2.0 and module.k_L.signatures == [SIG]
+    assert N.vmap(get("B"), np.array([1.0, 3.0]), np.zeros(0)).tolist() == [2.0, 10.0]
+    assert module.k_B.signatures == [SIG] and get("B") is get("B")
+
+
+def test_a_kernel_numba_rejects_is_an_error_naming_it(module):
+    module.k_B = numba.njit(lambda X, theta: float(X.no_such_attribute))
+    with pytest.raises(SpecificationError, match="derived kernel B cannot be compiled"):
+        N.kernel_refs(module)("B")
+    assert N.kernel_refs(module)("L")(1.0, np.zeros(0)) == 2.0  # the others are unaffected
+
+
+class _Capture(logging.Handler):
+    def __init__(self):
+        super().__init__()
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+def test_short_compilations_print_one_line_once_their_total_is_long(monkeypatch):
+    cap = _Capture()
+    progress.LOGGER.addHandler(cap)
+    try:
+        monkeypatch.setattr(progress, "DELAY", 1.0)
+        for _ in range(3):
+            progress.tally("fam-a", "compiling the kernels of A", 0.4)   # 0.4, 0.8, 1.2 s: one line at the third
+        progress.tally("fam-a", "compiling the kernels of A", 0.4)
+        progress.tally("fam-b", "compiling the kernels of B", 0.9)       # below the delay: none
+        with progress.enabled(False):
+            progress.tally("fam-c", "compiling the kernels of C", 2.0)   # silenced
+    finally:
+        progress.LOGGER.removeHandler(cap)
+    assert cap.lines == ["compiling the kernels of A (first use only; cached on disk afterwards) ..."]
