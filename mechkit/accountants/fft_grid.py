@@ -318,7 +318,7 @@ class Spectrum:
         self.mu = 0.0
         self.log_fin = 0.0  # log prod (1 - inf_mass_i)^count
         self.k = 0
-        self.amp = _Amplification(grid.N // 2 + 1)
+        self.amp = _Amplification(grid.N)
 
     def add(self, pmf, count, mu=0.0, inf_mass=0.0):
         N, n = self.grid.N, self.grid.n
@@ -326,9 +326,10 @@ class Spectrum:
         buf[:n + 1] = pmf[n:]
         buf[N - n:] = pmf[:n]
         x = sfft.rfft(buf)
+        x[0] = _fs.compensated_sum(buf)  # the mass within 4 units of rounding (Neumaier), not C u log2 N
         del buf
         f = power(x, count)
-        self.amp.add(np.abs(x), f, count)
+        self.amp.add(np.abs(x), f, count, 4.0 * MACHINE_EPS)
         del x
         self.spectrum = f if self.spectrum is None else self.spectrum * f
         self.mu += count * mu
@@ -340,7 +341,7 @@ class Spectrum:
         """The composed ``DiscreteCurve`` (its ``fp``: the rounding of the FFT, powers and suffix sums)."""
         N, h = self.grid.N, self.grid.h
         composed = sfft.irfft(self.spectrum, N)
-        fp = self.amp.l1_error_bound(N, self.k, composed)
+        fp = self.amp.error_bound(N, self.k, composed)
         self.spectrum = None
         # circle index j holds the value j h for j <= N/2 and (j - N) h above: sorted order is a rotation
         half = N // 2 + 1
@@ -359,38 +360,56 @@ FFT_ERROR_CONSTANT = 8.0
 class _Amplification:
     """Floating-point error of the composed pmf, propagated through the spectrum (a model-based bound).
 
-    Each pmf's transform has componentwise error <= C u log2 N (its entries sum to 1).  Raising to the power k
-    and multiplying across mechanisms amplifies a spectral error at frequency w by the derivative of the
-    product, T_w = sum_i k_i |X_i,w|^(k_i-1) prod_{j != i} |X_j,w|^(k_j), accumulated here by the product rule
-    without storing the spectra; the products themselves add 2 K u |Y_w| (K the total count).  The inverse
-    transform maps the spectral error e to an l1 error of at most ||e||_2 (Parseval, with its own
-    C u log2 N ||p||_2 sqrt(N)); the l1 error bounds the error of every delta the curve reports.
+    Each pmf's transform has componentwise error d_w <= C u log2 N (its entries sum to 1), d_0 <= u at w = 0
+    (the mass, summed exactly and rounded once: a long composition's largest amplification is there).  Raising to
+    the power k and multiplying across mechanisms amplifies a spectral error at frequency w by the derivative of
+    the product: T_w = sum_i d_i,w k_i |X_i,w|^(k_i-1) prod_{j != i} |X_j,w|^(k_j), accumulated here by the
+    product rule without storing the spectra; the products themselves add 2 K u |Y_w| (K the total count).
+    ``error_bound`` turns these spectral bounds e_w into a bound on the error of every delta the curve reports.
     """
 
-    def __init__(self, m):
-        self.P = np.ones(m)   # prod_j |X_j|^(k_j)
-        self.T = np.zeros(m)  # its derivative-like sum
+    def __init__(self, N):
+        self.c = FFT_ERROR_CONSTANT * MACHINE_EPS * math.log2(N)  # the FFT's error bound d_w at w != 0
+        self.P = np.ones(N // 2 + 1)   # prod_j |X_j|^(k_j)
+        self.T = np.zeros(N // 2 + 1)  # the error bounds' derivative-like sum
 
-    def add(self, a, powered, k):
-        """a = |X|, powered = X^k as computed (its modulus is |X|^k up to 2 k u, covered by the 2 K u term)."""
+    def add(self, a, powered, k, d0):
+        """a = |X|, powered = X^k as computed (its modulus is |X|^k up to 2 k u, covered by the 2 K u term); d0 the
+        error bound of X at w = 0 (elsewhere the FFT's, C u log2 N)."""
+        c = self.c
         Fk = np.abs(powered)
         self.T *= Fk
         if k == 1:
-            self.T += self.P
-        else:  # T += P k |X|^k / |X| (0 where X = 0), with one temporary
+            dFk = self.P * c
+        else:  # d P k |X|^k / |X| (0 where X = 0), with one temporary
             dFk = np.zeros_like(a)
             np.divide(Fk, a, out=dFk, where=a > 0)
-            dFk *= k
+            dFk *= k * c
             dFk *= self.P
-            self.T += dFk
+        dFk[0] *= d0 / c
+        self.T += dFk
         self.P *= Fk
 
-    def l1_error_bound(self, N, k, composed):
-        c = FFT_ERROR_CONSTANT * MACHINE_EPS * math.log2(N)
-        e = c * self.T + 2.0 * k * MACHINE_EPS * self.P
-        spectral = math.sqrt(2.0 * float(np.einsum("i,i->", e, e)))  # the half spectrum counted twice (upper bound)
-        inverse = c * math.sqrt(N) * math.sqrt(float(np.einsum("i,i->", composed, composed)))  # no BLAS, as above
-        return spectral + inverse + 8.0 * MACHINE_EPS
+    def error_bound(self, N, k, composed):
+        """A bound on the error of sum_j g_j p_j over the composed pmf p for every g with values in [0, 1] that is
+        monotone along the sorted grid: every delta(eps) of the curve (g = (1 - e^(eps - y))_+, times 1 - the mass
+        at +inf).
+
+        The spectral errors e_w reach such a sum as (1/N) sum_w e_w G_w, G the transform of g.  Two bounds on
+        it, the smaller taken: the l1 norm of the time-domain error (at most ||e||_2 by Parseval), and summation
+        by parts on the circle, |G_w| <= TV(g) / |1 - omega^w| = 1 / sin(pi w / N) for w != 0 (g's total variation
+        around the circle is at most 2: one rise, one fall where the sorted grid wraps) and |G_0| <= N, so the sum
+        is at most e_0 + (2/N) sum_{w >= 1} e_w / sin(pi w / N) over the half spectrum (its conjugate half counted
+        by the 2).  The second is much the smaller where e_w is concentrated at low frequencies (a long
+        composition: e_0 ~ C u log2(N) k).  The inverse transform's own rounding comes on top: an l1 error of at
+        most C u log2 N ||p||_2 sqrt(N).
+        """
+        e = self.T + 2.0 * k * MACHINE_EPS * self.P
+        l1 = math.sqrt(2.0 * float(np.einsum("i,i->", e, e)))  # the half spectrum counted twice (upper bound)
+        w = np.arange(1, e.size, dtype=float)
+        by_parts = float(e[0]) + 2.0 / N * float(np.sum(e[1:] / np.sin(np.pi / N * w)))
+        inverse = self.c * math.sqrt(N) * math.sqrt(float(np.einsum("i,i->", composed, composed)))  # no BLAS, as above
+        return min(l1, by_parts) + inverse + 8.0 * MACHINE_EPS
 
 
 def power(f, count):

@@ -46,6 +46,22 @@ def suffix_sums(p, y):
     return d1, ld2
 
 
+@njit(types.float64(A1), cache=True, error_model="numpy", nogil=True)
+def compensated_sum(x):
+    """sum x by Neumaier's compensated summation: within 2u |sum| + 2 n u^2 sum |x_i| of the exact sum."""
+    s = 0.0
+    comp = 0.0
+    for i in range(x.shape[0]):
+        v = x[i]
+        t = s + v
+        if abs(s) >= abs(v):
+            comp += (s - t) + v
+        else:
+            comp += (v - t) + s
+        s = t
+    return s + comp
+
+
 @njit(types.int64[::1](A1), cache=True, error_model="numpy", nogil=True)
 def _exponents(y):
     """In place y_i -> ref_i - y_i for ``suffix_sums`` (ref starts at the last y, moves down by _SUFFIX_STEP before

@@ -8,7 +8,7 @@ from scipy.optimize import brentq
 
 import mechkit as mk
 from mechkit import NumericalLimitError, ParameterError
-from mechkit.accountants import fft
+from mechkit.accountants import fft, fft_grid
 from tests.helpers import Reached, approx_dp_pair, rr_delta
 
 
@@ -390,3 +390,66 @@ def test_astronomical_grid_is_a_parameter_error_not_an_overflow():
     run = mk.compose((mk.gaussian(1.0), 10**12))
     with pytest.raises(ParameterError, match="memory_limit"):
         run.epsilon(1e-5, method="fft")
+
+
+def test_rounding_bound_covers_the_worst_phases_of_every_monotone_functional():
+    """The summation-by-parts term of the floating-point allowance against the worst case it claims to bound.
+    Spectral errors of modulus at most e_w (any phases) reach a sum_j g_j eps_j, g in [0, 1] monotone along the
+    sorted grid, as (1/N) sum_w e_w G_w; g is a convex combination of suffix indicators (arcs of the circle), and
+    for an arc of length L the worst phases give (1/N) sum_w e_w |sin(pi w L / N) / sin(pi w / N)| exactly (L at
+    w = 0): the bound must hold over every L, and be tighter than the l1 bound where errors sit at low frequencies."""
+    N = 1024
+    grid = fft.Grid.__new__(fft.Grid)
+    grid.N, grid.n = N, 300
+    w = np.arange(N // 2 + 1, dtype=float)
+    full_w = np.arange(N, dtype=float)
+    L = np.arange(N + 1, dtype=float)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        G = np.abs(np.sin(np.pi * full_w * L / N) / np.sin(np.pi * full_w / N))
+    G[:, 0] = L[:, 0]
+    for width in (2.0, 20.0, 200.0, 1e9):  # a long composition's narrow band ... flat (one pmf, no power)
+        amp = fft.Spectrum(grid).amp
+        amp.T = np.exp(-(w / width) ** 2) * 1e-9
+        amp.P = np.zeros_like(w)
+        bound = amp.error_bound(N, 1, np.zeros(N)) - 8.0 * fft.MACHINE_EPS
+        e_full = np.concatenate((amp.T, amp.T[1:N - N // 2][::-1]))  # e_{N-w} = e_w
+        worst = float(np.max(G @ e_full)) / N
+        l1 = math.sqrt(2.0 * float(np.sum(amp.T ** 2)))
+        assert worst <= bound <= l1 * (1 + 1e-12)
+        assert bound < 3.0 * worst  # and not far from it
+
+
+def test_floating_point_allowance_of_a_long_composition_against_extended_precision():
+    """k = 20000 Gaussian mechanisms: the composed curve's deltas against the same circular convolution power
+    computed in extended precision (NumPy's long double FFT, unit roundoff 5e-20: its own error is ~2000x below
+    double's) must lie within the floating-point allowance, which the low-frequency terms (the mass summed
+    within 4 units of rounding, summation by parts) keep well below the first-order l1 model's."""
+    if np.finfo(np.longdouble).eps > 1e-18:
+        pytest.skip("long double is double on this platform")
+    import scipy.fft as sfft
+    m = mk.gaussian(sigma=30.0)
+    k = 20000
+    items = [(m, k)]
+    grid = fft.plan(items, 1.0, 1e-6)
+    N, n = grid.N, grid.n
+    assert 2 ** 13 < N < 2 ** 17
+    pmf, mu, _, _ = fft.discretise(m.plrv("remove"), grid, fft.TAIL_SHARE * 1e-6 / k)
+    acc = fft.Spectrum(grid)
+    acc.add(pmf, k, mu)
+    amp = acc.amp
+    c, u = amp.c, fft.MACHINE_EPS
+    old = amp.T.copy()
+    old[0] *= c / (4.0 * u)  # the l1 model with the FFT's error at w = 0 too
+    l1_model = math.sqrt(2.0 * float(np.sum((old + 2.0 * k * u * amp.P) ** 2)))
+    curve = acc.curve()
+    x = np.zeros(N, dtype=np.longdouble)
+    x[np.arange(-n, n + 1) % N] = pmf
+    exact = sfft.irfft(fft_grid.power(sfft.rfft(x), k), N)
+    half = N // 2 + 1
+    exact = np.concatenate((exact[half:], exact[:half]))
+    eps = np.linspace(0.0, 2.0, 41)
+    y = curve.y.astype(np.longdouble)
+    ref = np.array([float(np.sum(exact[y > e] * -np.expm1(e - y[y > e]))) for e in eps])
+    err = np.max(np.abs(curve.delta_fin(eps) - ref))
+    assert 0 < err <= curve.fp
+    assert curve.fp < 0.6 * l1_model
