@@ -1,4 +1,6 @@
 import os
+import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -30,3 +32,18 @@ def mk():
     import mechkit
 
     return mechkit
+
+
+#: what an xdist run compiles once before its workers start (on a cold Numba cache each worker would otherwise
+#: compile the same engine and accountants at the same time, with a second process each: four compilers on the
+#: machine's cores); the cold paths themselves are tested in subprocesses with caches of their own
+#: (test_cache_fallback, test_cache_and_packaging, test_startup)
+PREWARM = ("import mechkit.engine.numerics as N\n"
+           "for n in N.__all__: getattr(N, n)\n"
+           "from mechkit.accountants.registry import ACCOUNTANTS\n"
+           "for m in ('fft', 'spa', 'edgeworth', 'auto'): ACCOUNTANTS[m]\n")
+
+
+def pytest_configure(config):
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        subprocess.run([sys.executable, "-c", PREWARM], check=False, stdin=subprocess.DEVNULL)

@@ -250,7 +250,7 @@ def render_module(kernels, symbols, high_precision=(), disk_cache=True, vectoris
             lines.append(f"FAILED.append({name!r})")
             continue
         # compiled when first asked for (``engine.kernels.KernelRef``): a query compiles the kernels it uses
-        lines += [f"@njit(cache={bool(disk_cache)}, error_model=\"numpy\")",
+        lines += [f"@njit(cache={bool(disk_cache)}, error_model=\"numpy\", no_cpython_wrapper=True)",
                   f"def k_{name}(X, theta):", f"    return float({body})", ""]
     return "\n".join(lines) + "\n"
 

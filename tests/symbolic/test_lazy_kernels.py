@@ -47,7 +47,7 @@ def test_loading_compiles_nothing_and_a_request_compiles_one_kernel(module):
     get = N.kernel_refs(module)
     assert get("L")(0.25, np.zeros(0)) == 0.5
     assert module.k_L.signatures == [SIG] and module.k_B.signatures == []
-    # an int argument converts instead of compiling a second version; the engine takes the same kernel by address
+    # one version only (an int converts); the engine takes the same kernel by address
     assert get("L")(1, np.zeros(0)) == 2.0 and module.k_L.signatures == [SIG]
     assert N.vmap(get("B"), np.array([1.0, 3.0]), np.zeros(0)).tolist() == [2.0, 10.0]
     assert module.k_B.signatures == [SIG] and get("B") is get("B")
