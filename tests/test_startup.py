@@ -91,6 +91,18 @@ def test_slow_preparation_prints_one_line_fast_none(progress_lines):
     assert lines == ["slow thing (first use only; cached on disk afterwards) ..."]
 
 
+def test_short_preparations_print_one_line_once_their_total_is_long(progress_lines):
+    """A family's kernels compile one at a time as queries ask for them (``progress.tally``): one line when their
+    summed time first passes the delay, none below it, none when lines are off."""
+    progress, lines = progress_lines
+    for _ in range(4):
+        progress.tally("fam-a", "compiling the kernels of A", 0.02)   # 0.02 .. 0.08 s: one line, at the third
+    progress.tally("fam-b", "compiling the kernels of B", 0.04)       # below the delay
+    with progress.enabled(False):
+        progress.tally("fam-c", "compiling the kernels of C", 1.0)    # silenced
+    assert lines == ["compiling the kernels of A (first use only; cached on disk afterwards) ..."]
+
+
 def test_progress_lines_go_to_stderr_and_can_be_silenced(progress_lines, capsys):
     progress, lines = progress_lines
     with progress.announce("shown"):

@@ -46,19 +46,24 @@ def suffix_sums(p, y):
     return d1, ld2
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _neumaier(s, comp, v):
+    """One step of Neumaier's summation: the running sum s + v and its compensation (what s + v lost)."""
+    t = s + v
+    if abs(s) >= abs(v):
+        comp += (s - t) + v
+    else:
+        comp += (v - t) + s
+    return t, comp
+
+
 @njit(types.float64(A1), cache=True, error_model="numpy", nogil=True)
 def compensated_sum(x):
     """sum x by Neumaier's compensated summation: within 2u |sum| + 2 n u^2 sum |x_i| of the exact sum."""
     s = 0.0
     comp = 0.0
     for i in range(x.shape[0]):
-        v = x[i]
-        t = s + v
-        if abs(s) >= abs(v):
-            comp += (s - t) + v
-        else:
-            comp += (v - t) + s
-        s = t
+        s, comp = _neumaier(s, comp, x[i])
     return s + comp
 
 
@@ -91,24 +96,13 @@ def _sums(p, e, moves):
     k = 0
     for i in range(n - 1, -1, -1):
         v = p[i]
-        t = s1 + v
-        if abs(s1) >= abs(v):
-            c1 += (s1 - t) + v
-        else:
-            c1 += (v - t) + s1
-        s1 = t
+        s1, c1 = _neumaier(s1, c1, v)
         d1[i] = s1 + c1
         while k < moves.shape[0] and moves[k] == i:
             s2 *= scale
             c2 *= scale
             k += 1
-        w = v * e[i] if v != 0.0 else 0.0
-        t = s2 + w
-        if abs(s2) >= abs(w):
-            c2 += (s2 - t) + w
-        else:
-            c2 += (w - t) + s2
-        s2 = t
+        s2, c2 = _neumaier(s2, c2, v * e[i] if v != 0.0 else 0.0)
         s2v[i] = s2 + c2
     return d1, s2v
 

@@ -1,7 +1,6 @@
 """A family's kernels compile when a computation first asks for one (issue "Time to first answer"): loading a
 generated module compiles nothing, a request compiles that kernel alone for its one signature, a kernel Numba
-rejects is a SpecificationError naming it, and the time spent is reported once per family when it adds up."""
-import logging
+rejects is a SpecificationError naming it (the progress line of their summed time: tests/test_startup.py)."""
 import sys
 
 import numba
@@ -9,7 +8,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from mechkit import SpecificationError, progress
+from mechkit import SpecificationError
 from mechkit.engine import numerics as N
 from mechkit.symbolic import codegen
 from mechkit.symbolic.derive import Derivation, Spec
@@ -58,28 +57,3 @@ def test_a_kernel_numba_rejects_is_an_error_naming_it(module):
     with pytest.raises(SpecificationError, match="derived kernel B cannot be compiled"):
         N.kernel_refs(module)("B")
     assert N.kernel_refs(module)("L")(1.0, np.zeros(0)) == 2.0  # the others are unaffected
-
-
-class _Capture(logging.Handler):
-    def __init__(self):
-        super().__init__()
-        self.lines = []
-
-    def emit(self, record):
-        self.lines.append(record.getMessage())
-
-
-def test_short_compilations_print_one_line_once_their_total_is_long(monkeypatch):
-    cap = _Capture()
-    progress.LOGGER.addHandler(cap)
-    try:
-        monkeypatch.setattr(progress, "DELAY", 1.0)
-        for _ in range(3):
-            progress.tally("fam-a", "compiling the kernels of A", 0.4)   # 0.4, 0.8, 1.2 s: one line at the third
-        progress.tally("fam-a", "compiling the kernels of A", 0.4)
-        progress.tally("fam-b", "compiling the kernels of B", 0.9)       # below the delay: none
-        with progress.enabled(False):
-            progress.tally("fam-c", "compiling the kernels of C", 2.0)   # silenced
-    finally:
-        progress.LOGGER.removeHandler(cap)
-    assert cap.lines == ["compiling the kernels of A (first use only; cached on disk afterwards) ..."]
