@@ -360,8 +360,8 @@ FFT_ERROR_CONSTANT = 8.0
 class _Amplification:
     """Floating-point error of the composed pmf, propagated through the spectrum (a model-based bound).
 
-    Each pmf's transform has componentwise error d_w <= C u log2 N (its entries sum to 1), d_0 <= u at w = 0
-    (the mass, summed exactly and rounded once: a long composition's largest amplification is there).  Raising to
+    Each pmf's transform has componentwise error d_w <= C u log2 N (its entries sum to 1), d_0 <= 4 u at w = 0
+    (the mass, by Neumaier's compensated sum: a long composition's largest amplification is there).  Raising to
     the power k and multiplying across mechanisms amplifies a spectral error at frequency w by the derivative of
     the product: T_w = sum_i d_i,w k_i |X_i,w|^(k_i-1) prod_{j != i} |X_j,w|^(k_j), accumulated here by the
     product rule without storing the spectra; the products themselves add 2 K u |Y_w| (K the total count).

@@ -1,5 +1,6 @@
 """How compiled kernels are typed, referenced and mapped: the first-class function type of a kernel
-``f(x, theta) -> float``, kernel references by address, and vectorised evaluation (``vmap``, ``cmap``).
+``f(x, theta) -> float``, kernel references by address, a kernel's value from Python (``call``) and vectorised
+evaluation (``vmap``).
 """
 from __future__ import annotations
 
@@ -126,11 +127,6 @@ def vmap(f, xs, theta):
 
 @njit(f8(KT, f8, A1), cache=True, error_model="numpy")
 def call(f, x, theta):
-    """f(x, theta) from Python (a family's kernels have no Python entry point of their own)."""
+    """f(x, theta) from Python (a family's kernels have no Python entry point of their own; a parameter-only
+    expression at x = 0.0)."""
     return f(x, theta)
-
-
-@njit(f8(KT, A1), cache=True, error_model="numpy")
-def cmap(f, theta):
-    """Evaluate a parameter-only expression f(0.0, theta)."""
-    return f(0.0, theta)

@@ -18,7 +18,7 @@ from . import warm
 #: name -> the engine module defining it.  A module is imported (and its functions compiled, or loaded from
 #: Numba's cache) on the first use of one of its names, so a query compiles only the subjects it needs.
 _WHERE = {
-    "kernels": ("KERNEL_SIG", "KERNEL_SIGNATURE", "KT", "KernelRef", "cmap", "kernel_refs", "vmap"),
+    "kernels": ("KERNEL_SIG", "KERNEL_SIGNATURE", "KT", "KernelRef", "call", "kernel_refs", "vmap"),
     "peaks": ("peak_from_grid", "peak_scan", "peak_scan_extent", "scan_grid", "scan_grid_at", "tilt_diverges"),
     "quadrature": ("gk_integrate",),
     "roots": ("checked_inverse", "checked_inverse_many", "invert_monotone"),

@@ -71,7 +71,7 @@ class ContinuousCore(Law):
 
     # -- small evaluation helpers ---------------------------------------------------------------
     def _const(self, name):
-        return float(N.cmap(self._k(name), self.theta))
+        return float(N.call(self._k(name), 0.0, self.theta))
 
     def _f(self, name, x):
         return float(self._k(name)(float(x), self.theta))
