@@ -4,6 +4,7 @@ evaluation (``vmap``).
 """
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -90,15 +91,23 @@ def _compiled(dispatcher, name, mod):
     return dispatcher
 
 
+#: first requests of kernels are serialised: two threads (the FFT's two directions) asking for one kernel at once
+#: would otherwise both compile it, the second after the first closed it (``disable_compile``)
+_FIRST_REQUEST = threading.Lock()
+
+
 def kernel_refs(mod):
     """name -> KernelRef for the kernels ``k_<name>`` of a generated family module (cached on the module); a
-    kernel is compiled (or loaded from the disk cache) on its first request."""
+    kernel is compiled (or loaded from the disk cache) on its first request, by one thread."""
     refs = mod.__dict__.setdefault("_kernel_refs", {})
 
     def get(name):
         ref = refs.get(name)
         if ref is None:
-            ref = refs[name] = KernelRef(_compiled(getattr(mod, "k_" + name), name, mod))
+            with _FIRST_REQUEST:
+                ref = refs.get(name)
+                if ref is None:
+                    ref = refs[name] = KernelRef(_compiled(getattr(mod, "k_" + name), name, mod))
         return ref
     return get
 

@@ -57,3 +57,28 @@ def test_a_kernel_numba_rejects_is_an_error_naming_it(module):
     with pytest.raises(SpecificationError, match="derived kernel B cannot be compiled"):
         N.kernel_refs(module)("B")
     assert N.kernel_refs(module)("L")(1.0, np.zeros(0)) == 2.0  # the others are unaffected
+
+
+def test_threads_asking_for_one_kernel_at_once_get_it_compiled_once(module):
+    """The FFT composes its two directions in two threads: both may ask for a kernel not compiled yet.  Before the
+    lock, the second thread's compile met the first's ``disable_compile`` ("compilation disabled")."""
+    import threading
+
+    get = N.kernel_refs(module)
+    barrier = threading.Barrier(4)
+    out, errors = [], []
+
+    def ask():
+        barrier.wait()
+        try:
+            out.append(get("B"))
+        except Exception as exc:  # what the race raised
+            errors.append(exc)
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(out) == 4 and all(r is out[0] for r in out)
+    assert module.k_B.signatures == [SIG] and out[0](3.0, np.zeros(0)) == 10.0
