@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit, types
 
 from ..engine.kernels import A1
-from .fft_sums import _neumaier
+from .fft_sums import neumaier_step
 
 EPS = float(np.finfo(float).eps)
 #: error of a table entry (cos or sin of 2 pi m / N), in eps: the reduced angle pi M / (4 N) <= pi / 4 carries
@@ -99,8 +99,8 @@ def _low_dft(x, first, N, W, bits, lo_c, lo_s, hi_c, hi_s):
             b = m & mask
             c = hi_c[a] * lo_c[b] - hi_s[a] * lo_s[b]
             s = hi_s[a] * lo_c[b] + hi_c[a] * lo_s[b]
-            sr[w], cr[w] = _neumaier(sr[w], cr[w], v * c)
-            si[w], ci[w] = _neumaier(si[w], ci[w], -(v * s))
+            sr[w], cr[w] = neumaier_step(sr[w], cr[w], v * c)
+            si[w], ci[w] = neumaier_step(si[w], ci[w], -(v * s))
     for w in range(W):
         sr[w] += cr[w]
         si[w] += ci[w]

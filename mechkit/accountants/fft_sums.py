@@ -47,7 +47,7 @@ def suffix_sums(p, y):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _neumaier(s, comp, v):
+def neumaier_step(s, comp, v):
     """One step of Neumaier's summation: the running sum s + v and its compensation (what s + v lost)."""
     t = s + v
     if abs(s) >= abs(v):
@@ -63,7 +63,7 @@ def compensated_sum(x):
     s = 0.0
     comp = 0.0
     for i in range(x.shape[0]):
-        s, comp = _neumaier(s, comp, x[i])
+        s, comp = neumaier_step(s, comp, x[i])
     return s + comp
 
 
@@ -96,13 +96,13 @@ def _sums(p, e, moves):
     k = 0
     for i in range(n - 1, -1, -1):
         v = p[i]
-        s1, c1 = _neumaier(s1, c1, v)
+        s1, c1 = neumaier_step(s1, c1, v)
         d1[i] = s1 + c1
         while k < moves.shape[0] and moves[k] == i:
             s2 *= scale
             c2 *= scale
             k += 1
-        s2, c2 = _neumaier(s2, c2, v * e[i] if v != 0.0 else 0.0)
+        s2, c2 = neumaier_step(s2, c2, v * e[i] if v != 0.0 else 0.0)
         s2v[i] = s2 + c2
     return d1, s2v
 
