@@ -15,9 +15,8 @@ import functools
 import math
 
 import numpy as np
-from numba import njit, types
+from numba import njit
 
-from ..engine.kernels import A1
 from .fft_sums import neumaier_step
 
 EPS = float(np.finfo(float).eps)
@@ -31,52 +30,38 @@ TABLE_ERROR = 2.5
 TWIDDLE_ERROR = 2.0 * math.sqrt(2.0) * TABLE_ERROR + 1.5 + 0.5
 
 
-@njit(types.UniTuple(types.float64, 2)(types.int64, types.int64), cache=True, error_model="numpy")
 def _cos_sin(m, N):
-    """(cos, sin) of 2 pi m / N for 0 <= m < N, from the angle reduced to [0, pi/4] in integers (8 m against 8 N)."""
+    """(cos, sin) of 2 pi m / N for 0 <= m < N (libm's, through Python's math), from the angle reduced to [0, pi/4]
+    in integers (8 m against 8 N)."""
     M = 8 * m
-    sin_sign = 1.0
-    cos_sign = 1.0
+    sin_sign = cos_sign = 1.0
     if M > 4 * N:      # theta -> 2 pi - theta
-        M = 8 * N - M
-        sin_sign = -1.0
+        M, sin_sign = 8 * N - M, -1.0
     if M > 2 * N:      # theta -> pi - theta
-        M = 4 * N - M
-        cos_sign = -1.0
+        M, cos_sign = 4 * N - M, -1.0
     swap = M > N       # theta -> pi/2 - theta
     if swap:
         M = 2 * N - M
     phi = math.pi * float(M) / float(4 * N)
-    c = math.cos(phi)
-    s = math.sin(phi)
+    c, s = math.cos(phi), math.sin(phi)
     if swap:
         c, s = s, c
     return cos_sign * c, sin_sign * s
 
 
-@njit(types.UniTuple(A1, 4)(types.int64, types.int64), cache=True, error_model="numpy")
-def _build_tables(N, bits):
-    B = 1 << bits
-    nhi = (N - 1) // B + 1
-    lo_c, lo_s = np.empty(B), np.empty(B)
-    hi_c, hi_s = np.empty(nhi), np.empty(nhi)
-    for m in range(B):
-        lo_c[m], lo_s[m] = _cos_sin(m % N, N)
-    for h in range(nhi):
-        hi_c[h], hi_s[h] = _cos_sin(h * B, N)
-    return lo_c, lo_s, hi_c, hi_s
-
-
 @functools.lru_cache(maxsize=8)
 def tables(N):
-    """(bits, cos and sin of 2 pi m / N at m < 2^bits, at m = h 2^bits): about 2 sqrt N entries, kept for the
-    last grids (a refinement or a calibration asks for the same N again)."""
-    bits = max(6, (int(N).bit_length() + 1) // 2)
-    return (bits,) + _build_tables(int(N), bits)
+    """(bits, cos and sin of 2 pi m / N at m < 2^bits, at m = h 2^bits): about 2 sqrt N entries (a few ms in Python;
+    nothing to compile), kept for the last grids (a refinement or a calibration asks for the same N again)."""
+    N = int(N)
+    bits = max(6, (N.bit_length() + 1) // 2)
+    B = 1 << bits
+    lo = np.array([_cos_sin(m % N, N) for m in range(B)])
+    hi = np.array([_cos_sin(h * B, N) for h in range((N - 1) // B + 1)])
+    return bits, lo[:, 0].copy(), lo[:, 1].copy(), hi[:, 0].copy(), hi[:, 1].copy()
 
 
-@njit(types.UniTuple(A1, 2)(A1, types.int64, types.int64, types.int64, types.int64, A1, A1, A1, A1),
-      cache=True, error_model="numpy", nogil=True)
+@njit(cache=True, error_model="numpy", nogil=True)  # no signature: compiled when a long composition first asks
 def _low_dft(x, first, N, W, bits, lo_c, lo_s, hi_c, hi_s):
     """re and im of sum_j x_j e^{-2 pi i w (first + j) / N} for w = 1..W (index w - 1), compensated."""
     mask = (1 << bits) - 1
