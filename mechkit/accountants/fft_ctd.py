@@ -304,7 +304,7 @@ def compose(items, direction, grid, delta_error):
     """(upper curve, lower curve) of one direction, each with its certified allowance ``slack``."""
     k = sum(c for _, c in items)
     tau = fft.TAIL_SHARE * delta_error / k
-    up_acc, lo_acc = fft.Spectrum(grid, k), fft.Spectrum(grid, k)
+    up_acc, lo_acc = fft.Spectrum(grid, k, len(items)), fft.Spectrum(grid, k, len(items))
     up_mgf, lo_mgf = np.zeros((2, TILTS.size)), np.zeros((2, TILTS.size))
     out = 0.0
     for m, count in items:
