@@ -72,14 +72,20 @@ def _exponents(y):
     """In place y_i -> ref_i - y_i for ``suffix_sums`` (ref starts at the last y, moves down by _SUFFIX_STEP before
     index i whenever ref - y_i would exceed 700), and the indices before which it moved, in decreasing order."""
     n = y.shape[0]
-    moves = np.empty(0, dtype=np.int64)
     ref = y[n - 1] if n > 0 else 0.0
+    low = ref
+    for i in range(n):
+        low = min(low, y[i])
+    # the scale moves at most (ref - min y) / _SUFFIX_STEP + 1 times (np.append in the loop cost 0.5 s of compile)
+    moves = np.empty(int((ref - low) / _SUFFIX_STEP) + 2, dtype=np.int64)
+    k = 0
     for i in range(n - 1, -1, -1):
         while ref - y[i] > 700.0:
             ref -= _SUFFIX_STEP
-            moves = np.append(moves, i)
+            moves[k] = i
+            k += 1
         y[i] = ref - y[i]
-    return moves
+    return moves[:k].copy()
 
 
 @njit(types.UniTuple(A1, 2)(A1, A1, types.int64[::1]), cache=True, error_model="numpy", nogil=True)
