@@ -5,7 +5,9 @@ where its spectrum has not died out (a handful: the grid holds the composed loss
 direct sum X_w = sum_s x_s e^{-2 pi i w s / N} over the pmf's nonzero window, its twiddles from two small tables
 (e^{-2 pi i m / N} = T_hi[m >> b] T_lo[m & (2^b - 1)], every entry computed from an angle reduced to [0, pi/4]
 with exact integer arithmetic) and its sums compensated (Neumaier), is within about 20 units of rounding of the
-mass: ``error`` states the bound.
+mass: ``error`` states the bound.  For the longest compositions of few laws the same sums, the powers and the
+products across laws run in double-double arithmetic instead (``low_frequencies_dd``, ``power_dd``, ``mul_dd``;
+``dd_error`` and ``GAMMA_DD`` their bounds): the composed spectrum there is within a rounding of exact.
 
 Units below: eps = 2^-52 (``MACHINE_EPS``), the unit of rounding is eps / 2.
 """
