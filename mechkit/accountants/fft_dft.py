@@ -32,18 +32,28 @@ TABLE_ERROR = 2.5
 TWIDDLE_ERROR = 2.0 * math.sqrt(2.0) * TABLE_ERROR + 1.5 + 0.5
 
 
-def _cos_sin(m, N):
-    """(cos, sin) of 2 pi m / N for 0 <= m < N (libm's, through Python's math), from the angle reduced to [0, pi/4]
-    in integers (8 m against 8 N)."""
+@njit(cache=True, error_model="numpy")
+def _reduce(m, N):
+    """The angle 2 pi m / N (0 <= m < N) reduced to pi M / (4 N) in [0, pi/4] in integers (8 m against 8 N): M, the
+    signs of the cosine and the sine, and whether they swap."""
     M = 8 * m
-    sin_sign = cos_sign = 1.0
+    sin_sign = 1.0
+    cos_sign = 1.0
     if M > 4 * N:      # theta -> 2 pi - theta
-        M, sin_sign = 8 * N - M, -1.0
+        M = 8 * N - M
+        sin_sign = -1.0
     if M > 2 * N:      # theta -> pi - theta
-        M, cos_sign = 4 * N - M, -1.0
+        M = 4 * N - M
+        cos_sign = -1.0
     swap = M > N       # theta -> pi/2 - theta
     if swap:
         M = 2 * N - M
+    return M, cos_sign, sin_sign, swap
+
+
+def _cos_sin(m, N):
+    """(cos, sin) of 2 pi m / N for 0 <= m < N (libm's, through Python's math) from the reduced angle."""
+    M, cos_sign, sin_sign, swap = _reduce(m, N)
     phi = math.pi * float(M) / float(4 * N)
     c, s = math.cos(phi), math.sin(phi)
     if swap:
@@ -51,12 +61,24 @@ def _cos_sin(m, N):
     return cos_sign * c, sin_sign * s
 
 
+def _bits(N):
+    """log2 of the low table's length: about sqrt N entries in each table."""
+    return max(6, (N.bit_length() + 1) // 2)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _start(first, N):
+    """The circle index of the signed position ``first``."""
+    m0 = first % N
+    return m0 + N if m0 < 0 else m0
+
+
 @functools.lru_cache(maxsize=8)
 def tables(N):
     """(bits, cos and sin of 2 pi m / N at m < 2^bits, at m = h 2^bits): about 2 sqrt N entries (a few ms in Python;
     nothing to compile), kept for the last grids (a refinement or a calibration asks for the same N again)."""
     N = int(N)
-    bits = max(6, (N.bit_length() + 1) // 2)
+    bits = _bits(N)
     B = 1 << bits
     lo = np.array([_cos_sin(m % N, N) for m in range(B)])
     hi = np.array([_cos_sin(h * B, N) for h in range((N - 1) // B + 1)])
@@ -69,9 +91,7 @@ def _low_dft(x, first, N, W, bits, lo_c, lo_s, hi_c, hi_s):
     mask = (1 << bits) - 1
     sr, cr = np.zeros(W), np.zeros(W)
     si, ci = np.zeros(W), np.zeros(W)
-    m0 = first % N
-    if m0 < 0:
-        m0 += N
+    m0 = _start(first, N)
     for j in range(x.shape[0]):
         v = x[j]
         if v == 0.0:
@@ -193,19 +213,8 @@ def _cdd_mul(arh, arl, aih, ail, brh, brl, bih, bil):
 @njit(cache=True, error_model="numpy")
 def _dd_cos_sin(m, N, cos_c, sin_c):
     """cos and sin of 2 pi m / N as double-doubles (c_hi, c_lo, s_hi, s_lo): the angle reduced to [0, pi/4] in
-    integers, pi M / (4 N) in double-double, Taylor series by Horner's rule."""
-    M = 8 * m
-    sin_sign = 1.0
-    cos_sign = 1.0
-    if M > 4 * N:
-        M = 8 * N - M
-        sin_sign = -1.0
-    if M > 2 * N:
-        M = 4 * N - M
-        cos_sign = -1.0
-    swap = M > N
-    if swap:
-        M = 2 * N - M
+    integers (``_reduce``), pi M / (4 N) in double-double, Taylor series by Horner's rule."""
+    M, cos_sign, sin_sign, swap = _reduce(m, N)
     # phi = pi M / (4 N): pi M in double-double, then divided by 4 N (one correction step)
     p, e = _two_prod(_PI_DD[0], float(M))
     ph, pl = _fast_two_sum(p, e + _PI_DD[1] * float(M))
@@ -241,7 +250,7 @@ def dd_tables(N):
     """(bits, lo, hi): double-double cos and sin of 2 pi m / N (columns c_hi, c_lo, s_hi, s_lo) at m < 2^bits and
     at m = h 2^bits (``tables``' layout)."""
     N = int(N)
-    bits = max(6, (N.bit_length() + 1) // 2)
+    bits = _bits(N)
     B = 1 << bits
     lo = _dd_table(np.arange(B, dtype=np.int64) % N, N, _COS_C, _SIN_C)
     hi = _dd_table(np.arange((N - 1) // B + 1, dtype=np.int64) * B, N, _COS_C, _SIN_C)
@@ -253,9 +262,7 @@ def _low_dft_dd(x, first, N, W, bits, lo, hi):
     """sum_j x_j e^{-2 pi i w (first + j) / N} for w = 0..W in double-double: rows (re_hi, re_lo, im_hi, im_lo)."""
     mask = (1 << bits) - 1
     out = np.zeros((4, W + 1))
-    m0 = first % N
-    if m0 < 0:
-        m0 += N
+    m0 = _start(first, N)
     for j in range(x.shape[0]):
         v = x[j]
         if v == 0.0:
