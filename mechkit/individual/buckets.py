@@ -20,6 +20,7 @@ from ..accountants import fft as _fft
 from ..errors import NumericalLimitError, check_finite_real
 from ..progress import run_in_order
 from ..relations import DIRECTIONS
+from . import compiled as _compiled
 from .state import check_array
 
 U = float(np.finfo(float).eps)
@@ -287,22 +288,16 @@ class _Side:
         half_c = Nc // 2 + 1
         pad = np.zeros((len(sel), half_c), dtype=complex)
         pad[:, :J] = G
-        g = sfft.irfft(pad, Nc, axis=1) * (Nc / Np)
+        g = sfft.irfft(pad, Nc, axis=1)
         pad[:, :J] = H
-        bb = sfft.irfft(pad, Nc, axis=1) * (Nc / Np)
+        bb = sfft.irfft(pad, Nc, axis=1)
         step = Np // Nc
         r = np.arange(Nc + 1) * step
-        Y0 = Y[:, 0].real
-        g = np.concatenate((g, g[:, :1]), axis=1)
-        bb = np.concatenate((bb, bb[:, :1]), axis=1)
-        A = (Np - r)[None, :] * Y0[:, None] / Np + g - g[:, :1]
-        Bt = bb - np.exp(-(Np - r) * self.h)[None, :] * bb[:, :1]
-        A[:, -1] = 0.0
-        Bt[:, -1] = 0.0
-        Dmin = np.minimum.accumulate(A - Bt, axis=1)
+        Y0 = np.ascontiguousarray(Y[:, 0].real)
+        A, Bt, Dmin, g0, b0 = _compiled.suffix_tables(g, bb, Nc / Np, Y0, Np, r, np.exp(-(Np - r) * self.h))
         slack = fp + lay["trunc"][sel] + lay["wrap"][sel] + lay["dropped"][sel]
         return {"Np": Np, "Nc": Nc, "step": step, "A": A, "B": Bt, "Dmin": Dmin, "G": G, "H": H, "Y0": Y0,
-                "g0": g[:, 0], "b0": bb[:, 0], "w": w[:J], "c": c, "sigma": lay["sigma"][sel], "slack": slack}
+                "g0": g0, "b0": b0, "w": w[:J], "c": c, "sigma": lay["sigma"][sel], "slack": slack}
 
     def direct(self, T, rows_idx, r):
         """A(r), B(r) at single cells r (one per row of the table subset ``rows_idx``), by the Plancherel sums."""

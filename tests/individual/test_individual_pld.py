@@ -348,3 +348,28 @@ def test_counts_widen_after_65535_steps(tmp_path):
     acc.save(tmp_path / "wide.npz")
     back = ind.load(tmp_path / "wide.npz")
     assert back.counts.dtype == np.uint32 and np.array_equal(back.counts, acc.counts) and back.steps == 65536
+
+
+def test_the_compiled_table_pass_is_numpys_arithmetic():
+    """``compiled.suffix_tables`` against the whole-array NumPy it replaced (the same operations in the same order:
+    bit-identical), on random inverse transforms with a nan (np.minimum's running minimum keeps it)."""
+    from mechkit.individual import compiled
+
+    rng = np.random.default_rng(3)
+    R, Nc, Np = 7, 64, 256
+    g, bb = rng.normal(size=(R, Nc)), rng.normal(size=(R, Nc))
+    g[2, 10] = np.nan
+    scale, Y0 = Nc / Np, rng.random(R)
+    r = np.arange(Nc + 1) * (Np // Nc)
+    decay = np.exp(-(Np - r) * 0.01)
+    A, B, D, g0, b0 = compiled.suffix_tables(g, bb, scale, Y0, Np, r, decay)
+    gs = np.concatenate((g * scale, g[:, :1] * scale), axis=1)
+    bs = np.concatenate((bb * scale, bb[:, :1] * scale), axis=1)
+    A0 = (Np - r)[None, :] * Y0[:, None] / Np + gs - gs[:, :1]
+    B0 = bs - decay[None, :] * bs[:, :1]
+    A0[:, -1] = 0.0
+    B0[:, -1] = 0.0
+    D0 = np.minimum.accumulate(A0 - B0, axis=1)
+    for got, want in ((A, A0), (B, B0), (D, D0), (g0, gs[:, 0]), (b0, bs[:, 0])):
+        assert np.array_equal(got, want, equal_nan=True)
+    assert np.isnan(D[2, 10:]).all() and not np.isnan(D[2, :10]).any()
