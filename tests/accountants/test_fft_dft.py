@@ -76,7 +76,8 @@ def test_direct_sum_within_its_bound_against_mpmath(N, size, shift, seed, W, zer
 
 def test_a_long_composition_checks_its_low_frequencies():
     """A law composed 1e5 times: the error bounds at the checked frequencies are the direct sum's (about 17 eps),
-    not the FFT's 8 eps log2 N; a law composed a few times keeps the FFT's."""
+    not the FFT's 8 eps log2 N; a law composed a few times, or a composition of fewer than LOW_DFT_TOTAL runs,
+    keeps the FFT's."""
     import mechkit as mk
     from mechkit.accountants import fft_grid as fft
 
@@ -89,6 +90,7 @@ def test_a_long_composition_checks_its_low_frequencies():
     assert 3 <= d.size <= fft.LOW_DFT_MAX
     assert np.all(d <= 20 * EPS) and spec.amp.c > 100 * EPS
     assert spec._low_errors(pmf, x, np.abs(x), 10).size == 0
+    assert fft.Spectrum(grid, 1500)._low_errors(pmf, x, np.abs(x), 1500).size == 0  # below LOW_DFT_TOTAL
 
 
 def _mp(z, w):
