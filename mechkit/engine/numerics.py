@@ -19,7 +19,8 @@ from . import warm
 #: Numba's cache) on the first use of one of its names, so a query compiles only the subjects it needs.
 _WHERE = {
     "kernels": ("KERNEL_SIG", "KERNEL_SIGNATURE", "KT", "KernelRef", "call", "kernel_refs", "vmap"),
-    "peaks": ("peak_from_grid", "peak_scan", "peak_scan_extent", "scan_grid", "scan_grid_at", "tilt_diverges"),
+    "peaks": ("peak_from_grid", "peak_scan_at", "peak_scan_extent", "scan_grid", "scan_grid_at", "tilt_diverges",
+              "tilt_diverges_at"),
     "quadrature": ("gk_integrate",),
     "roots": ("checked_inverse", "checked_inverse_many", "invert_monotone"),
     "scalars": ("cumulants_from_central", "lae", "log1mexp", "log_erfc", "log_ndtr", "safe_log", "sgn", "softplus"),

@@ -233,10 +233,11 @@ def peak_scan_extent(mode, f1, f2, a, b, t, theta):
     return peak_from_grid(mode, f1, f2, a, b, t, theta, pts, v1, v2)
 
 
-@njit(types.UniTuple(f8, 3)(types.int64, KT, KT, f8, f8, f8, A1), cache=True, error_model="numpy")
-def peak_scan(mode, f1, f2, a, b, t, theta):
-    """``peak_scan_extent`` without the extent: (x_star, g_star, width)."""
-    xs, gs, w, _, _ = peak_scan_extent(mode, f1, f2, a, b, t, theta)
+@njit(types.UniTuple(f8, 3)(types.int64, types.int64, types.int64, f8, f8, f8, A1), cache=True, error_model="numpy")
+def peak_scan_at(mode, f1_at, f2_at, a, b, t, theta):
+    """``peak_scan_extent`` without the extent, (x_star, g_star, width), the kernels as addresses
+    (``KernelRef.address``: a first-class function argument costs ~3 us of unboxing a call from Python)."""
+    xs, gs, w, _, _ = peak_scan_extent(mode, as_kernel(f1_at), as_kernel(f2_at), a, b, t, theta)
     return xs, gs, w
 
 
@@ -253,3 +254,9 @@ def tilt_diverges(lp, lq, a, b, t, gs, theta):
             if math.isfinite(g1) and math.isfinite(g2) and g2 >= g1 - 1.0 and g2 > gs - 700.0:
                 return True
     return False
+
+
+@njit(types.boolean(types.int64, types.int64, f8, f8, f8, f8, A1), cache=True, error_model="numpy")
+def tilt_diverges_at(lp_at, lq_at, a, b, t, gs, theta):
+    """``tilt_diverges`` with the kernels as addresses (its Python callers; compiled ones pass the kernels)."""
+    return tilt_diverges(as_kernel(lp_at), as_kernel(lq_at), a, b, t, gs, theta)

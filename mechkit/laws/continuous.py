@@ -301,7 +301,7 @@ class ContinuousCore(Law):
         if not v > u:
             return NEG_INF
         f = self._k(self._logdens(pc, m))
-        xs, gs, w = N.peak_scan(1, f, f, u, v, 0.0, self.theta)
+        xs, gs, w = N.peak_scan_at(1, f.address, f.address, u, v, 0.0, self.theta)
         if not np.isfinite(gs):
             return NEG_INF
         res, _ = N.gk_integrate(1, f, f, f, u, v, xs, w, 0.0, gs, 0.0, 0, self.theta, QUAD_RTOL, 8)

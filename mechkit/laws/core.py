@@ -162,12 +162,12 @@ class Law:
         out = []
         for pc in self.mono:
             lp, lq, L = self._piece_kernels(pc)[:3]
-            xs, gs, w = N.peak_scan(0, lp, lq, pc.a, pc.b, tau, self.theta)
+            xs, gs, w = N.peak_scan_at(0, lp.address, lq.address, pc.a, pc.b, tau, self.theta)
             if not np.isfinite(gs):
                 if gs == np.inf:
                     return None
                 continue
-            if N.tilt_diverges(lp, lq, pc.a, pc.b, tau, gs, self.theta):
+            if N.tilt_diverges_at(lp.address, lq.address, pc.a, pc.b, tau, gs, self.theta):
                 return None
             out.append((pc, lp, lq, L, xs, w, gs))
         return out

@@ -769,7 +769,7 @@ def test_peak_scan_from_the_cached_grid_finds_the_maximum():
                 assert np.array_equal(grid[1], [lp(x, core.theta) for x in grid[0]])
                 for t in (0.0, 0.7, 5.0, 34.86, 70.0):
                     xs, gs, w, _, _ = N.peak_from_grid(0, lp, lq, pc.a, pc.b, t, core.theta, *grid)
-                    assert (xs, gs, w) == N.peak_scan(0, lp, lq, pc.a, pc.b, t, core.theta)
+                    assert (xs, gs, w) == N.peak_scan_at(0, lp.address, lq.address, pc.a, pc.b, t, core.theta)
                     if not math.isfinite(gs):
                         continue
                     g = lambda x: (1 + t) * lp(x, core.theta) - t * lq(x, core.theta) if t else lp(x, core.theta)
