@@ -8,7 +8,7 @@ import math
 import numpy as np
 from numba import njit, types
 
-from .kernels import A1, KT, f8
+from .kernels import A1, KT, as_kernel, f8
 from .roots import checked_inverse
 from .scalars import lae, log1mexp
 
@@ -73,18 +73,21 @@ def _beyond(k, mode, gend, x, right, prob, theta):
     return np.nan
 
 
-@njit(types.int64(KT, types.boolean, KT, KT, types.int64, f8, KT, types.int64, f8, A1, f8, f8, types.boolean,
-                  f8, f8, f8, f8, f8, types.boolean, types.boolean, A1, A1, A1, types.int64[::1],
-                  types.boolean[::1]), cache=True, error_model="numpy", nogil=True)
-def piece_tails(inv, has_inv, f, kl, ml, gl, kr, mr, gr, ss, a, b, increasing, lo, hi, logmass, tol, split, closed,
-                prob, theta, acc, xs, pending, right_of):
-    """Add one monotone piece's mass on the evaluated side of each s_i to acc_i, in one pass.
+@njit(types.int64(types.int64, types.boolean, types.int64, types.int64, types.int64, f8, types.int64, types.int64, f8,
+                  A1, f8, f8, types.boolean, f8, f8, f8, f8, f8, types.boolean, types.boolean, A1, A1, A1,
+                  types.int64[::1], types.boolean[::1]), cache=True, error_model="numpy", nogil=True)
+def piece_tails(inv_at, has_inv, f_at, kl_at, ml, gl, kr_at, mr, gr, ss, a, b, increasing, lo, hi, logmass, tol, split,
+                closed, prob, theta, acc, xs, pending, right_of):
+    """Add one monotone piece's mass on the evaluated side of each s_i to acc_i, in one pass (the kernels inv, f,
+    kl, kr as addresses, ``KernelRef.address``: a first-class function argument costs ~3 us of unboxing a call
+    from Python).
 
     The piece runs over x in (a, b), where L takes the values in (lo, hi) and P_m has log mass ``logmass``.
     Inside (lo, hi) the side of s is the mass beyond x = L^{-1}(s) (the checked inverse): (kl, ml, gl) give
     the mass left of x, (kr, mr, gr) right of it (``_beyond``).  Where that is nan the point is left out;
     its index, x and side go to pending / xs / right_of, and the count is returned.
     """
+    inv, f, kl, kr = as_kernel(inv_at), as_kernel(f_at), as_kernel(kl_at), as_kernel(kr_at)
     whole = _scale(logmass, prob)
     k = 0
     for i in range(ss.shape[0]):

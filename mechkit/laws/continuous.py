@@ -410,9 +410,10 @@ class ContinuousCore(Law):
             pc.beyond[(m, prob)] = self._beyond_kernels(pc, m, prob)
         (kl, ml, gl), (kr, mr, gr) = pc.beyond[(m, prob)]
         xs, pending, right = np.empty(s.size), np.empty(s.size, np.int64), np.empty(s.size, np.bool_)
-        k = N.piece_tails(*self._inverse(pc), kl, ml, gl, kr, mr, gr, s, pc.a, pc.b, pc.inc, min(pc.La, pc.Lb),
-                          max(pc.La, pc.Lb), pc.logmass[m], 1e-9, split, closed, prob, self.theta, acc, xs, pending,
-                          right)
+        inv, has_inv, f = self._inverse(pc)
+        k = N.piece_tails(inv.address, has_inv, f.address, kl.address, ml, gl, kr.address, mr, gr, s, pc.a, pc.b,
+                          pc.inc, min(pc.La, pc.Lb), max(pc.La, pc.Lb), pc.logmass[m], 1e-9, split, closed, prob,
+                          self.theta, acc, xs, pending, right)
         for r, mode in ((False, ml), (True, mr)):
             sel = np.nonzero(right[:k] == r)[0]
             if sel.size:
