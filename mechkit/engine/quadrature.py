@@ -6,10 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from llvmlite import ir
 from numba import njit, types
-from numba.core import cgutils
-from numba.extending import intrinsic
 
 from .kernels import A1, A2, KT, as_kernel, f8
 
@@ -213,24 +210,14 @@ def _grown_rows(a, n, cap):
     return out
 
 
-@intrinsic
-def address_of(typingctx, f):
-    """The cfunc wrapper address of a kernel value (``as_kernel``'s inverse): compiled callers of ``gk_adaptive``
-    pass their kernels this way."""
-    def codegen(context, builder, signature, args):
-        sfunc = cgutils.create_struct_proxy(KT)(context, builder, value=args[0])
-        return builder.ptrtoint(sfunc.c_addr, ir.IntType(64))
-    return types.int64(KT), codegen
-
-
 @njit(types.Tuple((A1, A1))(types.int64, types.int64, types.int64, types.int64, A1, f8, f8, f8, f8, f8, types.int64,
                             A1, f8), cache=True, error_model="numpy")
 def gk_adaptive(mode, f1_at, f2_at, f3_at, edges, c, w, t, shift, mu, nmom, theta, rtol):
     """Adaptive GK21 in the mapped variable u, starting from the intervals between consecutive ``edges``:
     the interval with the largest relative error contribution is halved until every component's error estimate
     is within rtol of its integral of |f|.  Returns (integrals[0..nmom], estimated absolute errors).  The kernels
-    come as addresses (``KernelRef.address``, ``address_of``): a first-class function argument costs ~3 us of
-    unboxing a call from Python."""
+    come as addresses (``KernelRef.address``; ``tilt_piece`` passes the ones it was given): a first-class function
+    argument costs ~3 us of unboxing a call from Python."""
     f1 = as_kernel(f1_at)
     f2 = as_kernel(f2_at)
     f3 = as_kernel(f3_at)

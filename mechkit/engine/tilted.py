@@ -10,7 +10,7 @@ from numba import njit, types
 
 from .kernels import A1, KT, as_kernel, f8
 from .peaks import peak_from_grid, tilt_diverges
-from .quadrature import address_of, equal_edges, gk_adaptive, gval, u_of_x
+from .quadrature import equal_edges, gk_adaptive, gval, u_of_x
 from .roots import checked_inverse
 from .scalars import cumulants_from_central
 
@@ -212,14 +212,13 @@ def tilt_piece(lp_at, lq_at, L_at, inv_at, has_inv, a, b, inc, La, Lb, t, mu, nm
     if not (ua < uk < ub):  # no kink inside the piece: equal intervals
         if not (ub > ua):
             return gs, np.zeros(nmom + 1), mu
-        return gs, gk_adaptive(4, address_of(lp), address_of(lq), address_of(L), equal_edges(ua, ub, nsplit), xs, w, t,
-                               gs, mu, nmom, theta, rtol)[0], mu
+        return gs, gk_adaptive(4, lp_at, lq_at, L_at, equal_edges(ua, ub, nsplit), xs, w, t, gs, mu, nmom, theta,
+                               rtol)[0], mu
     edges = np.empty(2 * nsplit + 1)
     for i in range(nsplit + 1):
         edges[i] = ua + (uk - ua) * i / nsplit
         edges[nsplit + i] = uk + (ub - uk) * i / nsplit
-    return gs, gk_adaptive(4, address_of(lp), address_of(lq), address_of(L), edges, xs, w, t, gs, mu, nmom, theta,
-                           rtol)[0], mu
+    return gs, gk_adaptive(4, lp_at, lq_at, L_at, edges, xs, w, t, gs, mu, nmom, theta, rtol)[0], mu
 
 
 @njit(types.Tuple((A1, f8))(A1, f8, f8, types.int64), cache=True, error_model="numpy")
