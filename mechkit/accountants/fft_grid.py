@@ -336,10 +336,11 @@ class Spectrum:
         x[0] = _fs.compensated_sum(buf)  # the mass within 4 units of rounding (Neumaier), not C u log2 N
         del buf
         a = np.abs(x)
+        mass = float(x[0].real) * (1.0 + 8.0 * MACHINE_EPS)  # an upper bound on the pmf's mass (the sums' bounds)
         if self.exact is not None:
-            d = self._add_exact(pmf, x, a, count)
+            d = self._add_exact(pmf, a, mass, count)
         else:
-            d = np.concatenate(([4.0 * MACHINE_EPS], self._low_errors(pmf, x, a, count)))
+            d = np.concatenate(([4.0 * MACHINE_EPS], self._low_errors(pmf, x, a, mass, count)))
         f = power(x, count)
         self.amp.add(a, f, count, d)
         del x
@@ -349,7 +350,7 @@ class Spectrum:
         if inf_mass > 0:
             self.log_fin += count * math.log1p(-inf_mass)
 
-    def _add_exact(self, pmf, x, a, count):
+    def _add_exact(self, pmf, a, mass, count):
         """The law's frequencies 0..W in double-double (``fft_dft.low_frequencies_dd``), raised to its count and
         multiplied into the composition's; W chosen at the first law (``low_count`` over the whole composition) and
         kept.  Returns the error bounds of those frequencies (for ``_Amplification``'s product rule)."""
@@ -359,9 +360,9 @@ class Spectrum:
         W = ex["W"]
         z = fft_dft.power_dd(fft_dft.low_frequencies_dd(pmf, -self.grid.n, self.grid.N, W), count)
         ex["Y"] = z if "Y" not in ex else fft_dft.mul_dd(ex["Y"], z)
-        return np.full(W + 1, fft_dft.dd_error(float(x[0].real) * (1.0 + 8.0 * MACHINE_EPS), pmf.size))
+        return np.full(W + 1, fft_dft.dd_error(mass, pmf.size))
 
-    def _low_errors(self, pmf, x, a, count):
+    def _low_errors(self, pmf, x, a, mass, count):
         """Error bounds of the FFT's x_w at its lowest frequencies w = 1..W, checked against the compensated direct
         sum (``fft_dft``): |x_w - direct_w| + the direct sum's bound, for a law composed at least LOW_DFT_COUNT
         times in a composition of at least LOW_DFT_TOTAL runs, W the frequencies where the FFT's bound amplified by
@@ -372,7 +373,7 @@ class Spectrum:
             return np.zeros(0)
         W = low_count(a, total, self.amp.c)
         exact = fft_dft.low_frequencies(pmf, -self.grid.n, self.grid.N, W)
-        bound = fft_dft.error(float(x[0].real) * (1.0 + 8.0 * MACHINE_EPS), pmf.size)
+        bound = fft_dft.error(mass, pmf.size)
         return np.minimum(np.abs(x[1:W + 1] - exact) * (1.0 + MACHINE_EPS) + bound, self.amp.c)
 
     def curve(self):

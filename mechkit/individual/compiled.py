@@ -1,4 +1,4 @@
-"""The individual PLD accountant's compiled pass over a block's coarse tables (``buckets.BucketSide.tables``).
+"""The individual PLD accountant's compiled pass over a block's coarse tables (``buckets``, its sides' ``tables``).
 
 One pass per row builds what NumPy built in eight whole-array passes (two concatenations, the scalings, A, B, their
 difference and its running minimum): the same operations in the same order on the same floats, so the same

@@ -85,12 +85,13 @@ def test_a_long_composition_checks_its_low_frequencies():
     grid = fft.Grid(60.0, 0.005)
     pmf = fft.discretise(m.plrv("remove"), grid, 1e-15)[0]
     x = np.fft.rfft(np.roll(np.concatenate((pmf, np.zeros(grid.N - pmf.size))), -grid.n))
+    mass = float(pmf.sum())
     spec = fft.Spectrum(grid, 10**5)
-    d = spec._low_errors(pmf, x, np.abs(x), 10**5)
+    d = spec._low_errors(pmf, x, np.abs(x), mass, 10**5)
     assert 3 <= d.size <= fft.LOW_DFT_MAX
     assert np.all(d <= 20 * EPS) and spec.amp.c > 100 * EPS
-    assert spec._low_errors(pmf, x, np.abs(x), 10).size == 0
-    assert fft.Spectrum(grid, 1500)._low_errors(pmf, x, np.abs(x), 1500).size == 0  # below LOW_DFT_TOTAL
+    assert spec._low_errors(pmf, x, np.abs(x), mass, 10).size == 0
+    assert fft.Spectrum(grid, 1500)._low_errors(pmf, x, np.abs(x), mass, 1500).size == 0  # below LOW_DFT_TOTAL
 
 
 def _mp(z, w):
