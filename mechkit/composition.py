@@ -267,7 +267,8 @@ class Composition:
         delta : in [0, 1), or an array of such values.  At 0 the answer is exact for every method: the largest
             privacy loss of the composition (inf where a loss is unbounded or infinite with positive probability).
         method : "auto" (default: the SPA where its certified interval is within ``2 eps_error``, the FFT otherwise,
-            and the SPA's interval where the FFT cannot answer; ``details["auto"]`` says which and why), "fft", "spa",
+            at once where a test at t = 0 predicts the SPA's interval too wide, and the SPA's interval where the FFT
+            cannot answer; ``details["auto"]`` says which and why), "fft", "spa",
             "edgeworth", "rdp" or "gdp" (``ACCOUNTANTS``), or an accountant object with
             ``account_epsilon(items, delta)`` and ``account_delta(items, epsilon)`` (as a ``PrivacyCurve``).
         **options : the method's own options (e.g. ``eps_error``, ``delta_error`` for "fft"; ``order``,

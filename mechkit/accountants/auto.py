@@ -1,16 +1,58 @@
 """``method="auto"``: a certified answer from the fastest accountant that gives one within the requested budget.
 
 For epsilon(delta): the saddle-point accountant first (milliseconds, no grid); its answer is kept where its
-certified interval is at most ``2 eps_error`` wide (the FFT's own width), else the FFT composer answers.  Where the
+certified interval is at most ``2 eps_error`` wide (the FFT's own width), else the FFT composer answers.  The
+saddle point is not tried where its interval is sure to be wider: the width of Theorem 5's interval in epsilon is
+about c R, R = sum_i k_i E|L_i - E L_i|^3 / sum_i k_i Var L_i the composition's ratio of absolute third moment to
+variance (Berry-Esseen's, at the saddle point; k-independent for one mechanism), with c >= 2.2 measured over
+sigma 0.5-5 x q 1e-3-1 x k 1e2-1e6 for the subsampled Gaussian; R at t = 0 is one quadrature a mechanism, and
+where it is above ``SKIP_RATIO`` eps_error in both directions (a margin of 2 or more over the measured c) the FFT
+answers at once: on a fresh machine that spares the saddle point's compilation, ~5 s (docs/performance.md).  Where the
 FFT cannot (a grid above ``memory_limit``, a delta below its floating-point floor) the saddle point's certified
 interval is returned, wider than asked, and says so.  delta(epsilon) goes to the FFT, and to the saddle point
 where the FFT cannot answer.  ``est.details["auto"]`` says what ran and why.
 """
 from __future__ import annotations
 
+import math
+
 from ..errors import MechkitError, ParameterError, check_finite_real
+from ..relations import DIRECTIONS
 from . import fft
-from .spa import accountant as spa
+
+SKIP_RATIO = 4.0  # the saddle point is skipped where R (module docstring) > SKIP_RATIO * eps_error in both directions
+TOP_MARGIN = 1e-6  # ... and no composed point mass at the largest loss above TOP_MARGIN * delta
+
+
+def spa_ruled_out(items, delta_, eps_error):
+    """Whether the saddle point's certified interval is predicted wider than ``2 eps_error`` by a margin (module
+    docstring): R at t = 0 above ``SKIP_RATIO`` eps_error in both directions, and no direction whose composed loss
+    has a point mass at its largest value above ``TOP_MARGIN`` delta (there the saddle point answers from that mass,
+    narrowly: Laplace or randomized response composed a few times).  False where R is not finite or a moment cannot
+    be computed (the saddle point is then tried, as before)."""
+    for d in DIRECTIONS:
+        num = den = top_logp = 0.0
+        for m, c in items:
+            try:
+                z = m.plrv(d)
+                z = z.finite_part() if z.inf_mass > 0 else z
+                num, den = num + c * z.tilted_abs3(0.0), den + c * float(z.cgf(0.0, 2))
+                top_logp += c * _top_log_mass(z)
+            except MechkitError:
+                return False
+        if not (den > 0.0 and math.isfinite(num) and math.isfinite(den) and num / den > SKIP_RATIO * eps_error):
+            return False
+        if top_logp > math.log(TOP_MARGIN * delta_):
+            return False
+    return True
+
+
+def _top_log_mass(z):
+    """log P(Z = its largest value) where that value is finite and carries a point mass, else -inf."""
+    if not (z.has_atoms and math.isfinite(z.support[1])):
+        return -math.inf
+    vals, probs = z.atoms()
+    return math.log(probs[-1]) if vals.size and vals[-1] == z.support[1] and probs[-1] > 0 else -math.inf
 
 
 def epsilon(items, delta_, eps_error=fft.DEFAULT_EPS_ERROR, delta_error=None, memory_limit=fft.DEFAULT_MEMORY_LIMIT):
@@ -20,19 +62,32 @@ def epsilon(items, delta_, eps_error=fft.DEFAULT_EPS_ERROR, delta_error=None, me
     fft.check_budgets(eps_error, de, memory_limit)
     if not de < d:
         raise ParameterError(f"delta_error must be below delta = {d:g}, got {de:g}")
-    first, why = None, ""
-    try:
-        first = spa.epsilon(items, delta_)
-        width = first.upper - first.lower
-        if first.certified and width <= 2.0 * eps_error:
-            first.details["auto"] = f"spa: its certified interval ({width:.3g} wide) is within 2 eps_error"
-            return first
-        why = f"spa's certified interval is {width:.3g} wide, above 2 eps_error = {2 * eps_error:g}"
-    except MechkitError as exc:
-        why = f"spa could not answer ({exc})"
+    def saddle_point():
+        from .spa import accountant as spa  # imported on use: its formulas compile on a fresh machine (~0.7 s, once)
+        try:
+            return spa.epsilon(items, delta_), None
+        except MechkitError as exc:
+            return None, exc
+
+    skipped = spa_ruled_out(items, d, eps_error)
+    if skipped:
+        first, why = None, (f"the saddle point's certified interval is predicted wider than 2 eps_error (third "
+                            f"absolute moment / variance above {SKIP_RATIO:g} eps_error), not tried")
+    else:
+        first, exc = saddle_point()
+        if first is None:
+            why = f"spa could not answer ({exc})"
+        else:
+            width = first.upper - first.lower
+            if first.certified and width <= 2.0 * eps_error:
+                first.details["auto"] = f"spa: its certified interval ({width:.3g} wide) is within 2 eps_error"
+                return first
+            why = f"spa's certified interval is {width:.3g} wide, above 2 eps_error = {2 * eps_error:g}"
     try:
         est = fft.epsilon(items, delta_, eps_error, delta_error, memory_limit)
     except MechkitError as exc:
+        if skipped:
+            first, _ = saddle_point()
         if first is None or not first.certified:
             raise
         first.details["auto"] = (f"spa: the fft could not answer ({exc}); the saddle point's certified interval, "
@@ -48,6 +103,7 @@ def delta(items, epsilon, eps_error=fft.DEFAULT_EPS_ERROR, delta_error=1e-10, me
     try:
         est = fft.delta(items, epsilon, eps_error, delta_error, memory_limit)
     except MechkitError as exc:
+        from .spa import accountant as spa
         est = spa.delta(items, epsilon)
         est.details["auto"] = f"spa: the fft could not answer ({exc})"
         return est
