@@ -197,6 +197,41 @@ def test_waiting_for_a_subject_of_the_second_process_waits_for_that_one_only(mon
     assert proc.waited and not warm.pending("tilted") and not warm.pending("peaks")
 
 
+def test_a_wait_for_the_second_process_runs_the_registered_compilations_meanwhile(monkeypatch):
+    """``warm.meanwhile`` tasks run in order while the awaited subject is not reported (a real pipe: the second
+    process reports after 1.5 s), the rest stay for a later wait; a task that raises is dropped; without a second
+    process nothing is registered."""
+    import collections
+    import time
+
+    from mechkit.engine import warm
+    monkeypatch.setattr(warm, "_IDLE", collections.deque())
+    monkeypatch.setattr(warm, "_STATE", {"proc": None})
+    warm.meanwhile(lambda: None)
+    assert not warm._IDLE  # a warm cache: no second process, nothing to do meanwhile
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5); print('quadrature', flush=True)"],
+                            stdout=subprocess.PIPE, text=True)
+    monkeypatch.setattr(warm, "_STATE", {"proc": proc, "done": set()})
+    ran = []
+
+    def task(i):
+        ran.append(i)
+        if i == 1:
+            raise ValueError("a kernel that does not compile")
+        time.sleep(0.2)
+    for i in range(40):
+        warm.meanwhile(lambda i=i: task(i))
+    start = time.perf_counter()
+    warm.work_while_pending("quadrature")
+    assert 1.3 < time.perf_counter() - start < 3.0  # until the report (at 1.5 s), not the 8 s of all the tasks
+    assert ran == list(range(len(ran))) and 3 <= len(ran) < 40 and len(warm._IDLE) == 40 - len(ran)
+    assert "quadrature" in warm._STATE["done"]
+    warm.work_while_pending("quadrature")  # reported: nothing more runs
+    assert len(warm._IDLE) == 40 - len(ran)
+    warm.wait("peaks")  # the process ends without it
+    proc.wait()
+
+
 def test_the_code_version_is_kept_beside_a_hash_of_the_sources(tmp_path, monkeypatch):
     """``codegen.code_version`` parses the sources once per cache: a later process with the same bytes reads the
     memo (a planted answer proves it is read), one with other bytes or a damaged memo parses again."""

@@ -69,6 +69,7 @@ def epsilon(items, delta_, eps_error=fft.DEFAULT_EPS_ERROR, delta_error=None, me
         except MechkitError as exc:
             return None, exc
 
+    fft.compile_meanwhile(items)  # a cold engine's wait for its second process (spa_ruled_out's moments) is not idle
     skipped = spa_ruled_out(items, d, eps_error)
     if skipped:
         first, why = None, (f"the saddle point's certified interval is predicted wider than 2 eps_error (third "

@@ -14,14 +14,23 @@ from ..estimate import Estimate, EstimateArray
 from ..laws.plrv import composed_inf_mass
 from ..progress import working
 from ..relations import DIRECTIONS
-from . import fft_ctd, fft_fa
+from ..engine import warm
+from . import fft_ctd, fft_dft, fft_fa
 from .fft_grid import (BYTES_PER_POINT, COARSE_STRIDE, DEFAULT_EPS_ERROR, DEFAULT_MEMORY_LIMIT,  # noqa: F401
-                       FFT_ERROR_CONSTANT, MACHINE_EPS, PROGRESS_POINTS, TAIL_SHARE, DiscreteCurve, Grid, Spectrum,
-                       check_budgets, compose_direction, curve_restore, curve_state, discretise, domain, grid_for,
-                       grid_restore, grid_state, plan)
+                       FFT_ERROR_CONSTANT, LOW_DFT_COUNT, LOW_DFT_TOTAL, MACHINE_EPS, PROGRESS_POINTS, TAIL_SHARE,
+                       DiscreteCurve, Grid, Spectrum, check_budgets, compose_direction, curve_restore, curve_state,
+                       discretise, domain, grid_for, grid_restore, grid_state, plan)
+
+
+def compile_meanwhile(items):
+    """On a cold engine, what this composition's FFT will compile is compiled while the engine's second process is
+    awaited (``engine.warm.meanwhile``): the low frequencies' direct sums of a long composition (fft_grid)."""
+    if sum(c for _, c in items) >= LOW_DFT_TOTAL and any(c >= LOW_DFT_COUNT for _, c in items):
+        warm.meanwhile(fft_dft.compile_low_dft)
 
 
 def _curves(items, eps_error, delta_error, memory_limit):
+    compile_meanwhile(items)
     grid = plan(items, eps_error, delta_error, memory_limit)
     with working(f"composing {sum(c for _, c in items)} runs of {len(items)} mechanism(s) on an FFT grid of {grid.N} "
                  "points", when=grid.N * len(items) >= PROGRESS_POINTS, silence="mechkit.progress.enabled(False)"):

@@ -122,6 +122,11 @@ def low_frequencies(x, first, N, W):
     return re + 1j * im
 
 
+def compile_low_dft():
+    """Compile (or load) ``low_frequencies``' sums ahead of their first use (``fft.compile_meanwhile``)."""
+    low_frequencies(np.ones(4), 0, 64, 1)
+
+
 def error(mass, n):
     """A bound on |computed X_w - X_w| for ``low_frequencies`` of n nonnegative terms summing to ``mass`` (each
     component: every term carries its twiddle's error and its product's rounding, at most (TWIDDLE_ERROR + 0.5) eps

@@ -15,6 +15,7 @@ from numba.extending import intrinsic
 
 from ..errors import SpecificationError
 from ..progress import tally
+from . import warm
 
 # Kernels are passed as first-class functions of this type.  Engine functions carry explicit signatures so
 # their cache key is structural: one compiled engine serves every family, in every process.
@@ -99,7 +100,11 @@ _FIRST_REQUEST = threading.Lock()
 def kernel_refs(mod):
     """name -> KernelRef for the kernels ``k_<name>`` of a generated family module (cached on the module); a
     kernel is compiled (or loaded from the disk cache) on its first request, by one thread."""
-    refs = mod.__dict__.setdefault("_kernel_refs", {})
+    refs = mod.__dict__.get("_kernel_refs")
+    if refs is None:
+        refs = mod.__dict__.setdefault("_kernel_refs", {})
+        for name in [k[2:] for k in vars(mod) if k.startswith("k_")]:  # on a cold engine, compiled while it waits
+            warm.meanwhile(lambda name=name: get(name))
 
     def get(name):
         ref = refs.get(name)

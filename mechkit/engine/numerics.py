@@ -40,6 +40,7 @@ def __getattr__(name):
         for other in warm.MEANWHILE:
             with announce(f"compiling the numerical engine: {other}"):
                 importlib.import_module(f"{__package__}.{other}")
+        warm.work_while_pending(mod)
         with announce(f"compiling the numerical engine: {mod} (in a second process)"):
             warm.wait(mod)
     with announce(f"compiling the numerical engine: {mod}"):

@@ -6,13 +6,18 @@ first CGF, the saddle point's first tilt), after the family's own kernels.  Wher
 engine's first import starts ``python -c "import mechkit.engine.quadrature; ..."`` with the same cache location;
 the second process compiles the subjects in that order and reports each one on its standard output when it is in
 the cache.  When this process needs a subject it compiles what needs none of them (``MEANWHILE``), then waits for
-that subject's report (not for the later ones) and loads it from the cache.  Both cores work instead of one.
+that subject's report (not for the later ones) and loads it from the cache.  Both cores work instead of one.  While
+it would still wait, it runs the small compilations the query registered as likely needed later (``meanwhile``:
+the family's kernels not asked for yet, the FFT's low-frequency sums of a long composition), one at a time, as
+long as the subject is not reported (``work_while_pending``).
 Nothing is started where the cache is warm, where ``MECHKIT_ENGINE_WARMER=0`` (set for the second process
 itself), or where starting fails; a second process that dies early leaves the rest to this one.
 """
 from __future__ import annotations
 
+import collections
 import os
+import select
 import subprocess
 import sys
 import threading
@@ -28,6 +33,7 @@ MEANWHILE = ("roots", "tails")
 ENV = "MECHKIT_ENGINE_WARMER"
 
 _STATE = {}
+_IDLE = collections.deque()  # compilations to run while waiting (``meanwhile``)
 _READING = threading.Lock()  # one thread reads the second process's reports (the FFT composes in two)
 
 
@@ -75,6 +81,43 @@ def started() -> bool:
 def pending(subject: str) -> bool:
     """Whether the second process is to compile ``subject`` and has not reported it yet."""
     return _STATE.get("proc") is not None and subject in SUBJECTS and subject not in _STATE["done"]
+
+
+def meanwhile(task) -> None:
+    """Register ``task`` (no arguments; a compilation a later step of the query will likely ask for) to run while
+    this process waits for the second one (nothing where there is none: the cache is warm).  A task that raises is
+    dropped; the step that needs it then compiles it, and reports its error, itself."""
+    if _STATE.get("proc") is not None:
+        _IDLE.append(task)
+
+
+def _reported(subject):
+    """Whether the second process has reported ``subject`` or ended, without blocking (None: cannot tell here, e.g.
+    no ``select`` on pipes)."""
+    with _READING:
+        proc = _STATE.get("proc")
+        while proc is not None and subject not in _STATE["done"]:
+            try:
+                readable, _, _ = select.select([proc.stdout], [], [], 0)
+            except (OSError, ValueError):
+                return None
+            if not readable:
+                return False
+            line = proc.stdout.readline()
+            if not line:
+                return True  # ended: ``wait`` collects it
+            _STATE["done"].add(line.strip())
+        return True
+
+
+def work_while_pending(subject: str) -> None:
+    """Run the registered tasks, one at a time, while ``subject`` is not yet reported."""
+    while _IDLE and _reported(subject) is False:
+        task = _IDLE.popleft()
+        try:
+            task()
+        except Exception:  # noqa: BLE001 (never fatal here: the step that needs it raises its own error)
+            pass
 
 
 def wait(subject: str) -> None:
