@@ -135,8 +135,13 @@ class ContinuousCore(Law):
         if np.isfinite(x):
             return self._end_value(v, x, inside)
         walk = limits.double_walk(self._vec(v["L"], np.copysign(limits.WALK, x)))  # one compiled pass
-        names = [v.get(end) for end in (("Llo", "Llo_raw") if x < 0 else ("Lhi", "Lhi_raw"))]
-        sym = [self._const(n) for n in names if n is not None]
+        simp, raw = ("Llo", "Llo_raw") if x < 0 else ("Lhi", "Lhi_raw")
+        sym = [self._const(v[n]) for n in (raw, simp) if v.get(n) is not None]
+
+        def sym_more():  # the simplified form's, where the derivation left it to be asked for (derive.py)
+            if v.get(simp) is not None or v.get("Lsimp") is None:
+                return []
+            return [limits.symbolic_limit(v["Lsimp"], self.st.get("var"), self.st.get("theta"), self.theta, x)]
 
         def high_precision():
             fn = getattr(self.mod, "mp_" + v["L"], None)
@@ -145,7 +150,7 @@ class ContinuousCore(Law):
         def symbolic_at_values():
             return limits.symbolic_limit_at(v.get("Lexpr"), self.st.get("var"), self.st.get("theta"), self.theta, x)
 
-        return limits.decide(sym, walk, high_precision, x, symbolic_at_values)
+        return limits.decide(sym, walk, high_precision, x, symbolic_at_values, sym_more)
 
     def _end_value(self, v, x, inside):
         """L at a finite piece end; where the kernel is not a number there (a density vanishing at the end: 0/0 or

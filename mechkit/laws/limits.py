@@ -132,6 +132,9 @@ SYMBOLIC_AT_VALUES_SECONDS = 4.0
 _AT_VALUES = {}
 
 
+_SYMBOLIC = {}
+
+
 def symbolic_limit_at(lexpr, var, names, theta, where):
     """SymPy's limit of L (its ``srepr`` text ``lexpr``) at ``where`` with the parameters ``names`` set to the
     exact rationals of ``theta``; nan where SymPy finds none in time.  Memoised per process."""
@@ -153,7 +156,30 @@ def symbolic_limit_at(lexpr, var, names, theta, where):
     return _AT_VALUES[key]
 
 
-def decide(sym, walk, hp, where, sym_at_values=lambda: math.nan):
+def symbolic_limit(lexpr, var, names, theta, where):
+    """SymPy's limit of L (its ``srepr`` text ``lexpr``) at ``where`` with symbolic parameters, then evaluated at
+    ``theta``; nan where SymPy finds none in time or it is not a real number (or +-inf).  Memoised per process."""
+    if lexpr is None or var is None or names is None:
+        return math.nan
+    key = (lexpr, where)
+    if key not in _SYMBOLIC:
+        L = parse_srepr(lexpr)
+        X = {s.name: s for s in L.free_symbols}.get(var)
+        lim = None if X is None else sy.attempt(lambda: sp.limit(L, X, sp.oo if where > 0 else -sp.oo),
+                                                SYMBOLIC_AT_VALUES_SECONDS)
+        ok = lim is not None and not lim.has(sp.nan, sp.zoo, sp.AccumBounds) and (X is None or not lim.has(X))
+        _SYMBOLIC[key] = lim if ok else None
+    lim = _SYMBOLIC[key]
+    if lim is None:
+        return math.nan
+    by_name = {s.name: s for s in lim.free_symbols}
+    val = lim.xreplace({by_name[n]: exact_float(t) for n, t in zip(names, theta) if n in by_name})
+    if not (val.is_number and (val.is_real or val in (sp.oo, -sp.oo))):
+        return math.nan
+    return float(val)
+
+
+def decide(sym, walk, hp, where, sym_at_values=lambda: math.nan, sym_more=list):
     """The limit of L at ``where`` (+-inf) from the evidence, each piece computed only when needed.
 
     Parameters
@@ -165,6 +191,9 @@ def decide(sym, walk, hp, where, sym_at_values=lambda: math.nan):
     where : +inf or -inf.
     sym_at_values : callable giving SymPy's limit with the parameters set to their values (nan if none), asked
         only where no symbolic limit is confirmed by the numeric evidence.
+    sym_more : callable giving more forms' limits like ``sym`` (a list), asked only where the first of ``sym`` is
+        not confirmed by the double-precision walk (or there is none); from then on the evidence is weighed as if
+        they had been in ``sym`` from the start.
 
     Returns
     -------
@@ -178,6 +207,10 @@ def decide(sym, walk, hp, where, sym_at_values=lambda: math.nan):
     sym = [s for s in sym if not math.isnan(s)]
     consistent = all(agree(sym[0], s) for s in sym[1:]) if sym else False
     status, value = walk
+    if consistent and status != "unknown" and agree(sym[0], value):
+        return sym[0]
+    sym = sym + [s for s in sym_more() if not math.isnan(s)]
+    consistent = all(agree(sym[0], s) for s in sym[1:]) if sym else False
     if consistent and status != "unknown" and agree(sym[0], value):
         return sym[0]
     h = hp()
