@@ -83,23 +83,32 @@ class Derivation:
         return name
 
 
+#: a pmf on a finite set: K = log M in closed form (checked against the exact sum at the first CGF query), its
+#: derivatives from the atoms' exact tilted central moments (``laws.core.combine_cgf``): SymPy's simplification of
+#: K' .. K^(6) took ~1.7 s of randomized response's 2.8 s derivation, and a closed derivative can cancel where the
+#: central moments do not
+FINITE_CLOSED_ORDER = 0
+
+
 def _finite_expr(e):
     return e is not None and not e.has(sp.Integral, sp.Limit, sp.nan, sp.zoo, sp.AccumBounds)
 
 
-def _cgf_kernels(d, mgf, prefix="K"):
-    """K = log M and its derivatives as kernels in X (= t); None when SymPy gives nothing usable."""
+def _cgf_kernels(d, mgf, prefix="K", max_order=None):
+    """K = log M and its derivatives up to ``max_order`` (default ``MAX_ORDER``) as kernels in X (= t); None when
+    SymPy gives nothing usable.  The orders above come from the numeric layer (``laws.core.memo_vector``)."""
+    max_order = MAX_ORDER if max_order is None else max_order
     if not _finite_expr(mgf):
         return None
     K = sp.expand_log(sp.log(mgf), force=True)
     K = sy.attempt(lambda: sp.simplify(K), sy.MGF_SECONDS, K)
     names = []
     expr = K
-    for n in range(MAX_ORDER + 1):
+    for n in range(max_order + 1):
         if not _finite_expr(expr) or len(str(expr)) > MAX_CGF_CHARS:
             return None
         names.append(d.add(f"{prefix}{n}", sy.stabilize(expr, sy.T), sy.T))
-        if n < MAX_ORDER:
+        if n < max_order:
             expr = sp.diff(expr, sy.T)
             if len(str(expr)) > MAX_CGF_CHARS:  # simplify would take seconds and rarely shrinks it enough
                 return None
@@ -137,7 +146,7 @@ def _derive_discrete(spec):
     if spec.kind == "finite":
         mgf = sp.Add(*[(spec.p ** (1 + sy.T) * spec.q ** (-sy.T)).subs(var, v) for v in spec.points])
         mgf = sy.attempt(lambda: sp.simplify(mgf), sy.MGF_SECONDS, mgf)
-        st["cgf"] = _cgf_kernels(d, mgf)
+        st["cgf"] = _cgf_kernels(d, mgf, max_order=FINITE_CLOSED_ORDER)
     d.structure = st
     return d
 

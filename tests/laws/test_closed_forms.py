@@ -170,3 +170,26 @@ def test_subsampled_gaussian_plrv_cdf_notes_formula():
     np.testing.assert_allclose(m.remove.dual.cdf(t), stats.norm.cdf(z / sigma), rtol=1e-11)
     lo, hi = m.remove.support
     assert lo == pytest.approx(math.log(1 - q), rel=1e-12) and hi == math.inf
+
+
+@pytest.mark.parametrize("e", [0.3, 2.0])
+def test_randomized_response_cgf_derivatives_from_the_atoms(e):
+    """A finite pmf's derivation keeps K closed (derive.FINITE_CLOSED_ORDER); K' .. K^(6) come from the atoms'
+    exact tilted central moments: each order against mpmath's derivative of log M, both directions."""
+    import mpmath as mp
+
+    from mechkit.symbolic import derive
+    m = mk.randomized_response(epsilon=e)
+    assert m.core.cgf_source == "closed form" and len(m.core.closed_cgf) == derive.FINITE_CLOSED_ORDER + 1
+    mp.mp.dps = 40
+    E = mp.mpf(e)
+
+    def K(t):
+        return mp.log((mp.exp(E * (1 + t)) + mp.exp(-E * t)) / (1 + mp.exp(E)))
+    for plrv in (m.remove, m.add):  # symmetric: the add direction has the same law
+        for t in (-1.5, 0.0, 0.7, 3.0):
+            vec = plrv.cgf_vector(t, 6)
+            for n in range(7):
+                ref = float(mp.diff(K, mp.mpf(t), n))
+                assert plrv.cgf(t, n) == pytest.approx(ref, rel=1e-10, abs=1e-13), (t, n)
+                assert vec[n] == pytest.approx(ref, rel=1e-10, abs=1e-13), (t, n)
