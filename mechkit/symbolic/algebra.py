@@ -67,14 +67,54 @@ def attempt(fn, seconds, default=None):
 _ANTIDERIVATIVES = {}
 
 
+def quadratic_exponent(expo, var):
+    """(a, b, c) where ``expo`` = a var^2 + b var + c with a certainly negative (a Gaussian-type exponent; a, b, c
+    free of var), else None."""
+    try:
+        poly = sp.Poly(sp.expand(expo), var)
+    except sp.PolynomialError:
+        return None
+    if poly.degree() != 2:
+        return None
+    a, b, c = poly.all_coeffs()
+    return (a, b, c) if a.is_negative and not (b.has(var) or c.has(var)) else None
+
+
+def gaussian_integral(expo, var):
+    """The integral of exp(``expo``) over the real line where ``expo`` is a Gaussian-type exponent (completing the
+    square: sqrt(pi / -a) exp(c - b^2 / 4a)), else None (SymPy's integrate takes ~1 s to find the same)."""
+    abc = quadratic_exponent(expo, var)
+    if abc is None:
+        return None
+    a, b, c = abc
+    return sp.sqrt(sp.pi / -a) * sp.exp(c - b ** 2 / (4 * a))
+
+
+def _gaussian_antiderivative(dens, var):
+    """exp(c - b^2 / 4a) sqrt(pi / -a) / 2 erf(sqrt(-a) (var + b / 2a)) where log ``dens`` is a Gaussian-type
+    exponent a var^2 + b var + c, else None."""
+    if dens.is_Add or not dens.has(sp.exp):
+        return None
+    abc = quadratic_exponent(sp.expand_log(sp.log(dens), force=True), var)
+    if abc is None:
+        return None
+    a, b, c = abc
+    scale = attempt(lambda: sp.simplify(sp.exp(c - b ** 2 / (4 * a)) * sp.sqrt(sp.pi / -a) / 2), SOLVE_SECONDS)
+    arg = attempt(lambda: sp.simplify(sp.sqrt(-a) * (var + b / (2 * a))), SOLVE_SECONDS)
+    return None if scale is None or arg is None else scale * sp.erf(arg)
+
+
 def antiderivative(dens, var):
-    """An antiderivative of ``dens`` in ``var`` (SymPy's, under the time limit; None where it fails).  What SymPy
-    returns is remembered (a family's pieces and the two densities often share an integrand: a generalized Gaussian's
-    exp(-(1 - x)^b) on two pieces, 0.7 s each); a failure is not (a time limit hit under load may pass next time)."""
+    """An antiderivative of ``dens`` in ``var`` (by completing the square where log dens is quadratic with a negative
+    leading coefficient, else SymPy's under the time limit; None where it fails).  What SymPy returns is remembered
+    (a family's pieces and the two densities often share an integrand: a generalized Gaussian's exp(-(1 - x)^b) on
+    two pieces, 0.7 s each); a failure is not (a time limit hit under load may pass next time)."""
     key = (dens, var)
     got = _ANTIDERIVATIVES.get(key)
     if got is None:
-        got = attempt(lambda: sp.integrate(dens, var), INTEGRATE_SECONDS)
+        got = _gaussian_antiderivative(dens, var)
+        if got is None:
+            got = attempt(lambda: sp.integrate(dens, var), INTEGRATE_SECONDS)
         if got is not None:
             if len(_ANTIDERIVATIVES) >= 256:
                 _ANTIDERIVATIVES.clear()

@@ -205,8 +205,11 @@ def _derive_continuous(spec):
     if any(spec.masses):
         st["atoms"] = _point_mass_kernels(d, spec.masses)
     elif not signs.args and _gaussian_type(p, q, var):
-        integrand = sp.exp(sp.expand((1 + sy.T) * sy.log_density(p, var) - sy.T * sy.log_density(q, var)))
-        mgf = sy.attempt(lambda: sp.integrate(integrand, (var, spec.lo, spec.hi), conds="none"), sy.MGF_SECONDS)
+        expo = sp.expand((1 + sy.T) * sy.log_density(p, var) - sy.T * sy.log_density(q, var))
+        mgf = sy.gaussian_integral(expo, var) if spec.lo == -sp.oo and spec.hi == sp.oo else None
+        if mgf is None:
+            mgf = sy.attempt(lambda: sp.integrate(sp.exp(expo), (var, spec.lo, spec.hi), conds="none"),
+                             sy.MGF_SECONDS)
         if mgf is not None:
             st["cgf"] = _cgf_kernels(d, mgf)
     d.structure = st
