@@ -5,12 +5,14 @@ certified interval is at most ``2 eps_error`` wide (the FFT's own width), else t
 saddle point is not tried where its interval is sure to be wider: the width of Theorem 5's interval in epsilon is
 about c R, R = sum_i k_i E|L_i - E L_i|^3 / sum_i k_i Var L_i the composition's ratio of absolute third moment to
 variance (Berry-Esseen's, at the saddle point; k-independent for one mechanism), with c >= 2.2 measured over
-sigma 0.5-5 x q 1e-3-1 x k 1e2-1e6 for the subsampled Gaussian; R at t = 0 is one quadrature a mechanism, and
-where it is above ``SKIP_RATIO`` eps_error in both directions (a margin of 2 or more over the measured c) the FFT
-answers at once: on a fresh machine that spares the saddle point's compilation, ~5 s (docs/performance.md).  Where the
-FFT cannot (a grid above ``memory_limit``, a delta below its floating-point floor) the saddle point's certified
-interval is returned, wider than asked, and says so.  delta(epsilon) goes to the FFT, and to the saddle point
-where the FFT cannot answer.  ``est.details["auto"]`` says what ran and why.
+sigma 0.5-5 x q 1e-3-1 x k 1e2-1e6 for the subsampled Gaussian and c >= 1.66 over Laplace, randomized response, the
+discrete Gaussian, zCDP and their subsampled forms at k 10-1e4 (pure-DP mechanisms composed a few times aside:
+``TOP_MARGIN``).  R at t = 0 is one quadrature a mechanism; where it is above ``SKIP_RATIO`` eps_error in both
+directions the interval is predicted at least 6.6 eps_error wide (a margin of 3.3 over the 2 eps_error kept) and
+the FFT answers at once: on a fresh machine that spares the saddle point's compilation, ~5 s
+(docs/performance.md).  Where the FFT cannot (a grid above ``memory_limit``, a delta below its floating-point floor)
+the saddle point's certified interval is returned, wider than asked, and says so.  delta(epsilon) goes to the
+FFT, and to the saddle point where the FFT cannot answer.  ``est.details["auto"]`` says what ran and why.
 """
 from __future__ import annotations
 
