@@ -114,3 +114,19 @@ def test_extreme_tilt_is_a_refusal_not_a_traceback():
         assert "fft" in str(exc)
     est = run.epsilon(1e-5)
     assert est.certified and 0.0 <= est.lower <= est.upper < 0.05
+
+
+@pytest.mark.parametrize("make", [lambda: mk.subsample(mk.gaussian(sigma=5.0), 0.01),
+                                  lambda: mk.subsample(mk.gaussian(sigma=0.8), 0.01),
+                                  lambda: mk.laplace(scale=1.0)])
+def test_the_moment_bracket_decides_as_the_ratio_itself(make):
+    """spa_ruled_out brackets R by m2^1.5 <= E|L - EL|^3 <= sqrt(m2 m4) and computes the absolute moment only where
+    the bracket straddles the threshold: at thresholds just either side of R (and far from it) its decision is
+    the rule's on R itself, computed here from its definition."""
+    from mechkit.accountants import auto
+    from mechkit.relations import DIRECTIONS
+    m = make()
+    R = min(m.plrv(d).tilted_abs3(0.0) / m.plrv(d).cgf(0.0, 2) for d in DIRECTIONS)
+    for f in (0.3, 0.95, 1.05, 3.0):
+        eps_error = f * R / auto.SKIP_RATIO
+        assert auto.spa_ruled_out(((m, 1000),), 1e-5, eps_error) == (R > auto.SKIP_RATIO * eps_error), f
