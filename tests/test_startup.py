@@ -210,7 +210,7 @@ def test_a_wait_for_the_second_process_runs_the_registered_compilations_meanwhil
     warm.meanwhile(lambda: None)
     assert not warm._IDLE  # a warm cache: no second process, nothing to do meanwhile
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5); print('quadrature', flush=True)"],
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, bufsize=0)  # as warm.start opens it
     monkeypatch.setattr(warm, "_STATE", {"proc": proc, "done": set()})
     ran = []
 
@@ -229,6 +229,27 @@ def test_a_wait_for_the_second_process_runs_the_registered_compilations_meanwhil
     warm.work_while_pending("quadrature")  # reported: nothing more runs
     assert len(warm._IDLE) == 40 - len(ran)
     warm.wait("peaks")  # the process ends without it
+    proc.wait()
+
+
+def test_a_report_read_with_an_earlier_one_is_seen_without_blocking(monkeypatch):
+    """Two reports arriving together: reading the first must not hide the second in a buffer that ``select``
+    cannot see (the process's pipe is unbuffered), so the wait for "peaks" runs no task after it arrived."""
+    import collections
+    import time
+
+    from mechkit.engine import warm
+    proc = subprocess.Popen([sys.executable, "-c", "print('quadrature\\npeaks', flush=True); import time; "
+                             "time.sleep(3)"], stdout=subprocess.PIPE, bufsize=0)
+    monkeypatch.setattr(warm, "_IDLE", collections.deque())
+    monkeypatch.setattr(warm, "_STATE", {"proc": proc, "done": set()})
+    time.sleep(1.0)  # both lines are in the pipe
+    warm.wait("quadrature")
+    ran = []
+    warm.meanwhile(lambda: ran.append(1))
+    warm.work_while_pending("peaks")
+    assert ran == [] and "peaks" in warm._STATE["done"]
+    proc.kill()
     proc.wait()
 
 

@@ -65,8 +65,9 @@ def start() -> None:
         code = "; ".join(f"import mechkit.engine.{s}; print({s!r}, flush=True)" for s in SUBJECTS)
         # run from that directory: ``python -c`` puts its working directory first on the path, and a user working in
         # a source checkout (the README's commands run in one) would otherwise warm the checkout's copy
+        # unbuffered bytes: a report read is never held in a buffer ``select`` cannot see (``_reported``)
         _STATE["proc"] = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=root, stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
         _STATE["done"] = set()
         _STATE["started"] = True
     except Exception:
@@ -103,11 +104,17 @@ def _reported(subject):
                 return None
             if not readable:
                 return False
-            line = proc.stdout.readline()
+            line = _read_line(proc)
             if not line:
                 return True  # ended: ``wait`` collects it
             _STATE["done"].add(line.strip())
         return True
+
+
+def _read_line(proc):
+    """One report of the second process, as text ('' where it ended)."""
+    line = proc.stdout.readline()
+    return line.decode("ascii", "replace") if isinstance(line, bytes) else line
 
 
 def work_while_pending(subject: str) -> None:
@@ -126,7 +133,7 @@ def wait(subject: str) -> None:
     with _READING:
         proc = _STATE.get("proc")
         while proc is not None and subject not in _STATE["done"]:
-            line = proc.stdout.readline()
+            line = _read_line(proc)
             if not line:  # ended (done, or failed: this process compiles what is missing)
                 proc.wait()
                 proc.stdout.close()
