@@ -193,7 +193,7 @@ def _upper_at(dirn, target, t, vec, A):
     return max(b, 0.0), (t, vec, A, b)
 
 
-def certified_bounds(dirn, target, u_anchor):
+def certified_bounds(dirn, target, u_anchor, want_lower=True):
     """Certified (epsilon_lo, epsilon_up, where) for one direction; ``where`` = (t, vec, A, epsilon) of the upper
     bound (None when it is 0 without an evaluation).
 
@@ -203,11 +203,12 @@ def certified_bounds(dirn, target, u_anchor):
     lower bound was found, the smallest kept; the
     tilts are located on the model with the anchor's absolute third moment scaled as K''' (_modelled), the bounds
     solved there on exact values.
-    Without an anchor (the approximation never reaches delta) both tilts are located on the model alone.
+    Without an anchor (the approximation never reaches delta) both tilts are located on the model alone, and the
+    lower bound is 0 where ``want_lower`` is False (the caller has a better one: the other direction's).
     """
     if u_anchor is None:
         up, where = _upper_eps(dirn, target)
-        return _lower_eps(dirn, target, _lower_locate(dirn, target)), up, where
+        return (_lower_eps(dirn, target, _lower_locate(dirn, target)) if want_lower else 0.0), up, where
     t = math.exp(u_anchor)
     vec, A = dirn.exact(t)
     anchor = (vec[2], vec[3], A)
