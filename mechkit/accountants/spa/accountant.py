@@ -276,9 +276,8 @@ def _epsilon(dirs, d, order, variant):
         if need_up or lo == 0.0 or val - lo > LOWER_WEAK * (up - val):
             # either direction's lower bound holds for the max: the other's is computed too where the leader has
             # none or a weak one (Berry-Esseen is loose where the leader's tilted loss is skewed; the other's may
-            # be the tighter)
-            # its lower bound is wanted where the leader's is missing or weak; else only its upper bound (a
-            # direction whose estimate is 0 would otherwise search the whole domain for a lower bound of ~0)
+            # be the tighter); else only its upper bound (a direction whose estimate is 0 would otherwise search
+            # the whole domain for a lower bound of ~0)
             want_lower = lo == 0.0 or val - lo > LOWER_WEAK * (up - val)
             try:
                 lo2, up2, _ = certified_bounds(dirn, target, anchor(dirn), want_lower)
