@@ -221,6 +221,11 @@ def test_a_wait_for_the_second_process_runs_the_registered_compilations_meanwhil
         time.sleep(0.2)
     for i in range(40):
         warm.meanwhile(lambda i=i: task(i))
+    extra = _Reporter([]).wait  # one function registered twice is one task
+    warm.meanwhile(extra)
+    warm.meanwhile(extra)
+    assert list(warm._IDLE).count(extra) == 1
+    warm._IDLE.pop()
     start = time.perf_counter()
     warm.work_while_pending("quadrature")
     assert 1.3 < time.perf_counter() - start < 3.0  # until the report (at 1.5 s), not the 8 s of all the tasks

@@ -86,9 +86,10 @@ def pending(subject: str) -> bool:
 
 def meanwhile(task) -> None:
     """Register ``task`` (no arguments; a compilation a later step of the query will likely ask for) to run while
-    this process waits for the second one (nothing where there is none: the cache is warm).  A task that raises is
+    this process waits for the second one (nothing where there is none: the cache is warm; nothing where it is
+    registered already: auto and the FFT both register the FFT's).  A task that raises is
     dropped; the step that needs it then compiles it, and reports its error, itself."""
-    if _STATE.get("proc") is not None:
+    if _STATE.get("proc") is not None and task not in _IDLE:  # the same function registered twice runs once
         _IDLE.append(task)
 
 

@@ -167,8 +167,7 @@ def symbolic_limit(lexpr, var, names, theta, where):
         X = {s.name: s for s in L.free_symbols}.get(var)
         lim = None if X is None else sy.attempt(lambda: sp.limit(L, X, sp.oo if where > 0 else -sp.oo),
                                                 SYMBOLIC_AT_VALUES_SECONDS)
-        ok = lim is not None and not lim.has(sp.nan, sp.zoo, sp.AccumBounds) and (X is None or not lim.has(X))
-        _SYMBOLIC[key] = lim if ok else None
+        _SYMBOLIC[key] = lim if X is not None and sy.usable_limit(lim, X) else None
     lim = _SYMBOLIC[key]
     if lim is None:
         return math.nan
@@ -204,15 +203,13 @@ def decide(sym, walk, hp, where, sym_at_values=lambda: math.nan, sym_more=list):
     ------
     DerivationError : the symbolic and the numeric evidence disagree, or none of it is conclusive.
     """
-    sym = [s for s in sym if not math.isnan(s)]
-    consistent = all(agree(sym[0], s) for s in sym[1:]) if sym else False
     status, value = walk
-    if consistent and status != "unknown" and agree(sym[0], value):
-        return sym[0]
-    sym = sym + [s for s in sym_more() if not math.isnan(s)]
-    consistent = all(agree(sym[0], s) for s in sym[1:]) if sym else False
-    if consistent and status != "unknown" and agree(sym[0], value):
-        return sym[0]
+    sym = list(sym)
+    for more in (list, sym_more):  # the other forms only where the first evidence is not confirmed
+        sym = [s for s in sym + list(more()) if not math.isnan(s)]
+        consistent = all(agree(sym[0], s) for s in sym[1:]) if sym else False
+        if consistent and status != "unknown" and agree(sym[0], value):
+            return sym[0]
     h = hp()
     hs, hv = h if h is not None else ("unavailable", math.nan)
     numeric = hs in ("converged", "diverged")

@@ -64,6 +64,12 @@ def attempt(fn, seconds, default=None):
         return default
 
 
+def usable_limit(lim, var):
+    """Whether SymPy's limit ``lim`` (None: none found in time) is an expression the numeric layer can use: no nan,
+    complex infinity or accumulation bounds, and free of the variable ``var``."""
+    return lim is not None and not lim.has(sp.nan, sp.zoo, sp.AccumBounds) and not lim.has(var)
+
+
 _ANTIDERIVATIVES = {}
 
 

@@ -204,8 +204,7 @@ def _derive_continuous(spec):
     d.display["inverse_loss"] = inverse_display
     if any(spec.masses):
         st["atoms"] = _point_mass_kernels(d, spec.masses)
-    elif not signs.args and _gaussian_type(p, q, var):
-        expo = sp.expand((1 + sy.T) * sy.log_density(p, var) - sy.T * sy.log_density(q, var))
+    elif not signs.args and (expo := _gaussian_exponent(p, q, var)) is not None:
         mgf = sy.gaussian_integral(expo, var) if spec.lo == -sp.oo and spec.hi == sp.oo else None
         if mgf is None:
             mgf = sy.attempt(lambda: sp.integrate(sp.exp(expo), (var, spec.lo, spec.hi), conds="none"),
@@ -258,17 +257,17 @@ def _zeros(a, var):
     return sols
 
 
-def _gaussian_type(p, q, var):
-    """True when (1+t) log p - t log q is a polynomial of degree <= 2 in var: the MGF integral then has a
-    closed form SymPy finds quickly; otherwise (mixtures, logistic, Cauchy...) trying costs seconds for nothing."""
+def _gaussian_exponent(p, q, var):
+    """(1+t) log p - t log q, expanded, where it is a polynomial of degree <= 2 in var (the MGF integral then has a
+    closed form), else None: otherwise (mixtures, logistic, Cauchy...) trying costs seconds for nothing."""
     if p.is_Add or q.is_Add:
-        return False
-    e = sp.expand(sp.expand_log((1 + sy.T) * sy.log_density(p, var) - sy.T * sy.log_density(q, var), force=True))
+        return None
+    expo = (1 + sy.T) * sy.log_density(p, var) - sy.T * sy.log_density(q, var)
     try:
-        poly = sp.Poly(e, var)
+        poly = sp.Poly(sp.expand(sp.expand_log(expo, force=True)), var)
     except sp.PolynomialError:
-        return False
-    return poly.degree() <= 2 and not any(c.has(var) for c in poly.coeffs())
+        return None
+    return sp.expand(expo) if poly.degree() <= 2 and not any(c.has(var) for c in poly.coeffs()) else None
 
 
 def _limit(e, var, point):
@@ -326,8 +325,7 @@ def _derive_variant(d, pre, pv, qv, var, spec, ends):
             if suffix == "" and not point.is_finite and out[end + "_raw"] is not None:
                 continue  # asked for at the bind, where needed
             lim = _limit(form, var, point)
-            ok = lim is not None and not lim.has(sp.nan, sp.zoo, sp.AccumBounds) and not lim.has(var)
-            out[end + suffix] = d.add(pre + end + suffix, lim) if ok else None
+            out[end + suffix] = d.add(pre + end + suffix, lim) if sy.usable_limit(lim, var) else None
     return out
 
 
