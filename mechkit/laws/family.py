@@ -269,9 +269,11 @@ class Family(PortableFamily):
                                  f"{len(args)} positional argument(s) {args!r}")
         values = self._check_params(params)
         theta = self._theta(values)
-        if self._loaded is None and self.key not in _FAMILIES:
-            # the derivation is still to come in this process (seconds, on a cold cache): check the densities at
-            # these values first, so that a negative or unnormalised density fails in milliseconds
+        if (self._loaded is None and self.key not in _FAMILIES
+                and not codegen.available(self.spec, catalog.prederived_dir())):
+            # the derivation is still to come (seconds): check the densities at these values first, so that a
+            # negative or unnormalised density fails in milliseconds; on a cache hit the core's exact checks are as
+            # quick
             _screen.screen(self, theta)
         self.derive(_screened=True)
         return Mechanism(self, values, theta)

@@ -408,6 +408,15 @@ def _load_or_build(spec, build, label, prebuilt):
         return hit if hit is not None else _build_entry(spec, build, key, d)
 
 
+def available(spec, prebuilt=None) -> bool:
+    """Whether ``load_or_build`` would find the spec's entry without deriving: in the cache directory, or shipped in
+    ``prebuilt``.  A stat or two, no reading."""
+    key = family_key(spec)
+    d = cache_dir()
+    return ((d is not None and _entry_exists(d, key))
+            or (prebuilt is not None and (Path(prebuilt) / f"fam_{key}.json").exists()))
+
+
 def _entry_exists(d, key):
     return (d / f"fam_{key}.json").exists() and (d / f"fam_{key}.py").exists()
 

@@ -95,6 +95,33 @@ def test_the_check_uses_the_bound_parameter_values():
         screen(fam, fam._theta({"a": 5.0}))  # negative on (-4.79, -0.21)
 
 
+def test_a_cached_derivation_is_not_screened_and_the_core_still_refuses_bad_values(tmp_path, monkeypatch):
+    """The screen guards the slow derivation only: where the family's entry is already in the cache (a new process,
+    a new Family object from the same spec), binding skips it (its lambdified densities cost ~0.2 s of a cached
+    bind), and values where the density is negative are still refused, by the core's exact checks."""
+    from mechkit.laws import screen
+    monkeypatch.setenv("MECHKIT_CACHE_DIR", str(tmp_path))
+    a = sp.Symbol("a", real=True)
+    p = (1 + a * x / (1 + x ** 2)) * normal(0)
+    mk.Mechanism.from_densities(p, normal(1), x, name="tilted")(a=1.5)  # derived: the entry is now on disk
+    calls = []
+    real = screen.screen
+    monkeypatch.setattr(screen, "screen", lambda fam, theta: (calls.append(1), real(fam, theta))[1])
+    monkeypatch.setattr(F, "_FAMILIES", {})  # as in a new process
+    fam = mk.Mechanism.from_densities(p, normal(1), x, name="tilted")
+    m = fam(a=1.5)
+    assert calls == []
+    assert m.delta(1.0) == pytest.approx(mk.Mechanism.from_densities(p, normal(1), x, name="tilted")(a=1.5).delta(1.0))
+    with pytest.raises(SpecificationError, match="density p is negative"):
+        fam(a=5.0)  # negative on (-4.79, -0.21)
+    assert calls == []
+    monkeypatch.setenv("MECHKIT_CACHE_DIR", str(tmp_path / "empty"))  # a cache without the entry: screened again
+    monkeypatch.setattr(F, "_FAMILIES", {})
+    with pytest.raises(SpecificationError, match="density p is negative"):
+        mk.Mechanism.from_densities(p, normal(1), x, name="tilted")(a=5.0)
+    assert calls == [1]
+
+
 @pytest.mark.parametrize("build, values", [
     (lambda: mk.catalog("gaussian").family, [{"sigma": s, "sensitivity": 1.0} for s in (1e-6, 1e-2, 1.0, 1e6)]),
     (lambda: mk.catalog("laplace").family, [{"scale": s, "sensitivity": 1.0} for s in (1e-5, 1.0, 1e6)]),
