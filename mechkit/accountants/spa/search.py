@@ -11,6 +11,9 @@ from ...estimate import Estimate
 from .formulas import LOG_SLACK, T_MAX, T_MIN, ZeroDelta, exp_or_inf, modelled_value, result_details
 from .model import H_NODE
 
+#: forced bisections (the bracket not halving in four steps) after which a search bisects to the end: its root is a
+#: cliff, not a crossing
+CLIFF_BISECTIONS = 2
 #: inside a bracket, a regula falsi point within this fraction of its width from an end is replaced by the midpoint
 FALSI_EDGE = 0.01
 
@@ -90,6 +93,7 @@ def solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10, guess=Non
     widths = []
     cap = math.log(16.0)
     blind = 0  # steps taken without a finite value on the unknown side
+    slow = 0  # bisections forced by a bracket that did not shrink
     for _ in range(200):
         t = math.exp(u)
         w = dirn.node_at(t)
@@ -101,6 +105,11 @@ def solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10, guess=Non
             v = fn(r) - target
             if v == 0.0 or (math.isfinite(v) and abs(v) <= vtol):
                 return u
+            if not bounds and not v > 0 and not r["eps"] > 0.0:
+                # below the target at a tilt whose epsilon is <= 0: the root is further down, where epsilon is
+                # smaller still (it increases with t), so the caller's answer is 0 (solve_root); a lower bound's
+                # locating search would otherwise walk down to T_MIN in blind steps where the bound is not positive
+                return None
             if v > 0:
                 lo_u, lo_v = u, v
                 if side == +1:
@@ -123,8 +132,12 @@ def solve_t(dirn, target, fn, bounds, u0=None, utol=1e-13, vtol=1e-10, guess=Non
                     return u  # converged: Newton's next point is this one (|v| is at the model's rounding level)
                 width = hi_u - lo_u
                 widths.append(width)
-                if len(widths) >= 4 and width > 0.5 * widths[-4]:
-                    nu = 0.5 * (lo_u + hi_u)  # the bracket is not shrinking fast enough: bisect
+                if slow >= CLIFF_BISECTIONS or (len(widths) >= 4 and width > 0.5 * widths[-4]):
+                    # the bracket is not shrinking fast enough: bisect; where that happens CLIFF_BISECTIONS times
+                    # the root is a cliff (an SP-MSD1 singularity on exact values: Newton and regula falsi creep
+                    # along its flat side, 80 passes at sigma 1, q 0.001, k 1e4), and the search bisects from then on
+                    nu = 0.5 * (lo_u + hi_u)
+                    slow += 1
                     widths.clear()
                 elif not (lo_u < nu < hi_u) or stalls >= 2:
                     # Illinois regula falsi (bisection where a value is not finite)
