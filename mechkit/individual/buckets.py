@@ -339,54 +339,13 @@ class _Side:
     def epsilon_at(self, T, target):
         """Smallest eps >= 0 with delta~(eps) <= target (one target per row; targets in (0, 1)).
 
-        Bracketed on the table, then the cell is found by interpolation in log delta (safeguarded by bisection),
-        one direct evaluation per step: A(m), B(m) give D(m) = A - B and D(m + 1) = A - e^h B.
+        Bracketed on the table, then the cell is found by interpolation in log delta (safeguarded by a bisection
+        every third step), one direct evaluation per step: A(m), B(m) give D(m) = A - B and D(m + 1) = A - e^h B;
+        compiled, one row at a time (``compiled.epsilon_search``).
         """
-        Dm = T["Dmin"]
-        q = np.argmax(Dm <= target[:, None], axis=1)          # D at the last point is 0 < target
-        R = target.size
-        rows = np.arange(R)
-        step = T["step"]
-        hi = q * step
-        lo = np.maximum(q - 1, 0) * step
-        A_lo = T["A"][rows, np.maximum(q - 1, 0)]
-        B_lo = T["B"][rows, np.maximum(q - 1, 0)]
-        D_lo, D_hi = A_lo - B_lo, Dm[rows, q]
-        todo = np.flatnonzero((q > 0) & (hi - lo > 1))
-        eh = math.exp(self.h)
-        it = 0
-        while todo.size:
-            l, u, x = lo[todo], hi[todo], target[todo]
-            if it % 3 == 2:
-                m = (l + u) // 2
-            else:
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    a = np.log(np.maximum(D_lo[todo], 1e-300))
-                    frac = (a - np.log(x)) / (a - np.log(np.maximum(D_hi[todo], 1e-300)))
-                m = l + np.floor(np.where(np.isfinite(frac), frac, 0.5) * (u - l)).astype(np.int64)
-            m = np.clip(m, l + 1, u - 1)
-            A, B = self.direct(T, todo, m)
-            d_m, d_next = A - B, A - eh * B
-            above = d_m > x
-            found = above & (d_next <= x)
-            lo[todo] = np.where(above, m, l)
-            A_lo[todo] = np.where(above, A, A_lo[todo])
-            B_lo[todo] = np.where(above, B, B_lo[todo])
-            D_lo[todo] = np.where(above, d_m, D_lo[todo])
-            hi[todo] = np.where(above, np.where(found, m + 1, u), m)
-            D_hi[todo] = np.where(above, np.where(found, d_next, D_hi[todo]), d_m)
-            todo = todo[hi[todo] - lo[todo] > 1]
-            it += 1
-        # on the cell below the first cell r = hi with D(r) <= target: delta = A(lo) - e^(eps - x_(lo-1)) B(lo)
-        first = q == 0
-        A_lo = np.where(first, T["A"][:, 0], A_lo)
-        B_lo = np.where(first, T["B"][:, 0], B_lo)
-        lo = np.where(first, 0, lo)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.log(np.maximum(A_lo - target, 1e-320) / B_lo)
-        t = np.where(B_lo > 0, t, 0.0)
-        t = np.where(first, np.minimum(t, 0.0), np.clip(t, 0.0, self.h))
-        return np.maximum(self.cell_value(T, lo) + t, 0.0)
+        return _compiled.epsilon_search(np.ascontiguousarray(target, dtype=np.float64), T["Dmin"], T["A"], T["B"],
+                                        T["step"], T["G"], T["H"], np.ascontiguousarray(T["w"]), T["Y0"], T["g0"],
+                                        T["b0"], T["Np"], self.h, T["c"], T["sigma"])
 
     def fit_mu(self, T, eps_error, delta_error, floor):
         """Smallest mu whose mu-GDP curve dominates the upper curve on [0, eps(floor)] (module docstring).
@@ -560,3 +519,38 @@ def evaluate_blocks(plan: Plan, rows: np.ndarray, eps_error: float, delta_error:
 def evaluate_spec(spec: tuple, rows: np.ndarray, eps_error: float, delta_error: float, **targets: object) -> dict:
     """``evaluate`` with the plan of ``spec`` (``plan_for``: built once per process): a task of ``evaluate_blocks``."""
     return evaluate(plan_for(spec), rows, eps_error, delta_error, **targets)
+
+
+#: rows hashed per NumPy pass in ``distinct_rows`` (a temporary of CHUNK x columns 64-bit words)
+CHUNK = 1 << 16
+
+
+def row_hash_multipliers(m: int) -> np.ndarray:
+    """The m odd 64-bit multipliers of ``distinct_rows``' hash (fixed: the same rows hash alike in every process)."""
+    return np.random.default_rng(0x6D6B).integers(0, 2**62, m, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+
+
+def distinct_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, inverse) with ``rows[inverse] == a``: the distinct rows of a 2-D integer array, as ``np.unique(a,
+    axis=0, return_inverse=True)`` gives them but ordered by a hash, in a seventh of its time (1e6 rows of 96
+    counts: 0.8 s against 5.6 s for NumPy's byte-wise sort).  Each row is hashed to 64 bits (a sum of its entries
+    times fixed odd multipliers, wrapping), the hashes are made unique, and every row is then compared with its
+    hash's first row: where two different rows share a hash, NumPy's ``unique`` answers instead, so the answer is
+    exact."""
+    n, m = a.shape
+    if n == 0 or m == 0:
+        rows, inv = np.unique(a, axis=0, return_inverse=True)
+        return rows, inv.reshape(-1)
+    mult = row_hash_multipliers(m)
+    h = np.empty(n, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for s in range(0, n, CHUNK):
+            h[s:s + CHUNK] = (a[s:s + CHUNK].astype(np.uint64) * mult).sum(axis=1, dtype=np.uint64)
+    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    rows = a[first]
+    for s in range(0, n, CHUNK):
+        if not np.array_equal(rows[inv[s:s + CHUNK]], a[s:s + CHUNK]):  # a collision: exact rows instead
+            rows, inv = np.unique(a, axis=0, return_inverse=True)
+            return rows, inv.reshape(-1)
+    return rows, inv

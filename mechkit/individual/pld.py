@@ -22,7 +22,7 @@ individual epsilons most (measured in ``benchmarks/individual.py``).
 steps, Remark 5.6 domain for the worst-case composition, which dominates every example's), on a circle of N = 2^p
 points; each bucket's pair is discretised once per direction (``fft.discretise``, mean-preserving).  Example i's
 composed pmf has the spectrum ``prod_b X_b^(k_ib)``, computed as ``exp(counts @ log X)`` for the distinct rows of
-counts only (``np.unique``).  Two reductions make a row cost O(B J) with J ~ 20-500 instead of O(B N):
+counts only (``buckets.distinct_rows``).  Two reductions make a row cost O(B J) with J ~ 20-500 instead of O(B N):
 
 * *zoom*: a Chernoff bound from the exact cumulant generating functions of the discretised buckets
   (``sum_b k_b Khat_b(t) - t x``) gives a window of cells outside which the row's pmf has mass <= tau on each side;
@@ -80,7 +80,7 @@ from ..accountants import fft as _fft
 from ..errors import NumericalLimitError, ParameterError, check_finite_real
 from ..estimate import EstimateArray
 from ..progress import check_executor, setting, working
-from .buckets import UINT16_MAX, Plan, effective_sigma, evaluate_blocks, n_buckets, plan_for
+from .buckets import UINT16_MAX, Plan, distinct_rows, effective_sigma, evaluate_blocks, n_buckets, plan_for
 from .conversions import rdp_cap_for, rdp_epsilon_from_mu
 from .state import KINDS, Persistent, check_array, check_delta, check_n
 
@@ -362,12 +362,10 @@ class IndividualPLDAccountant(Persistent):
         return self._plan
 
     def _distinct(self):
-        rows, inv = np.unique(self._counts, axis=0, return_inverse=True)
-        return rows, inv.reshape(-1)
+        return distinct_rows(self._counts)
 
     def _fit_rows(self, rows, executor=None):
-        rows, inv = np.unique(rows, axis=0, return_inverse=True)
-        inv = inv.reshape(-1)
+        rows, inv = distinct_rows(rows)
         mu = np.zeros(rows.shape[0])
         nz = np.flatnonzero(rows.sum(axis=1) > 0)
         if nz.size:
