@@ -59,29 +59,3 @@ def test_a_search_closing_on_a_cliff_bisects(monkeypatch):
     lo, hi = (spa_formulas.estimate_log_delta(dirn.at(t * (1 + s)), "log_msd1") - math.log(1e-5)
               for s in (-1e-9, 1e-9))
     assert lo > 0.1 and hi < -1.0
-
-
-def _count_passes(monkeypatch):
-    calls = []
-    orig = spa_model._Direction._exact_pass
-
-    def exact_pass(self, *a):
-        calls.append(1)
-        return orig(self, *a)
-    monkeypatch.setattr(spa_model._Direction, "_exact_pass", exact_pass)
-    return calls
-
-
-@pytest.mark.parametrize("sigma, q, k, d", [(2.0, 0.01, 10_000, 1e-5), (1.0, 1.0, 10_000, 1e-5),
-                                            (0.8, 0.001, 1000, 1e-8), (5.0, 0.1, 100, 1e-5)])
-def test_exact_evaluations_at_one_tilt_are_made_once(monkeypatch, sigma, q, k, d):
-    # the estimate's tilt is evaluated exactly by the polish, the bounds' anchor and the details: one quadrature
-    # pass now, the same floats as three (EXACT_MEMO = 0 keeps nothing)
-    calls = _count_passes(monkeypatch)
-    e = mk.compose((sg(sigma, q), k)).epsilon(d, method="spa")
-    memo = len(calls)
-    monkeypatch.setattr(spa_model, "EXACT_MEMO", 0)
-    calls.clear()
-    f = mk.compose((sg(sigma, q), k)).epsilon(d, method="spa")
-    assert (e.value, e.lower, e.upper) == (f.value, f.lower, f.upper)
-    assert memo <= len(calls) - 2

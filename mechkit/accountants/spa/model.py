@@ -120,10 +120,6 @@ def _taylor(v, d, n=4):
             v4 + d * (v5 + d * v6 * 0.5)]
 
 
-#: exact evaluations kept per direction (by tilt)
-EXACT_MEMO = 16
-
-
 class _Direction:
     """The CGF of the composition in one direction, with everything the SPA needs at a tilt t.
 
@@ -146,7 +142,6 @@ class _Direction:
         self.counts = np.array([float(c) for _, c in self.parts])
         self.n_total = float(self.counts.sum())  # number of mechanisms: the bounds' rounding allowance
         self._nodes = {}
-        self._exact = {}  # t -> exact(t) about the model's centres (the last EXACT_MEMO tilts)
         # the MGF's domain of finiteness is an interval containing 0: a finite node j proves every node in
         # [0, j] finite, an infinite one every node above it infinite
         self._fin_hi, self._inf_lo = -math.inf, math.inf
@@ -211,23 +206,10 @@ class _Direction:
     def exact(self, t, centres=None, w=False):
         """([K..K''''] of the composition by quadrature at t, sum_i k_i E|L_i,t - K_i'(t)|^3 bounded above), the
         quadratures centred on the model's K_i'(t), or on ``centres`` (then A may bound loosely where they are far
-        from the K_i'(t), and the model is not consulted).  The model's centres at t never change (nodes are kept),
-        so those are memoised by t: a query evaluates its estimate's tilt up to three times (the polish, the bounds'
-        anchor, the details)."""
-        if centres is None:
-            got = self._exact.get(t)
-            if got is not None:
-                return got
-            got = self._exact[t] = self._exact_pass(t, self.centres(t, w))
-            if len(self._exact) > EXACT_MEMO:
-                self._exact.pop(next(iter(self._exact)))
-            return got
-        return self._exact_pass(t, centres)
-
-    def _exact_pass(self, t, centres):
+        from the K_i'(t), and the model is not consulted)."""
         vec = [0.0] * 5
         A = 0.0
-        for (plrv, c), ctr in zip(self.parts, centres):
+        for (plrv, c), ctr in zip(self.parts, self.centres(t, w) if centres is None else centres):
             v, a = plrv.tilt_stats_unchecked(t, ctr, 4)
             vec = [x + c * y for x, y in zip(vec, v)]
             A += c * a
