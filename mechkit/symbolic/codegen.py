@@ -410,11 +410,13 @@ def _load_or_build(spec, build, label, prebuilt):
 
 def available(spec, prebuilt=None) -> bool:
     """Whether ``load_or_build`` would find the spec's entry without deriving: in the cache directory, or shipped in
-    ``prebuilt``.  A stat or two, no reading."""
-    key = family_key(spec)
+    ``prebuilt`` (copied into it).  False where no cache directory is usable (every family is then derived).  A
+    stat or two, no reading."""
     d = cache_dir()
-    return ((d is not None and _entry_exists(d, key))
-            or (prebuilt is not None and (Path(prebuilt) / f"fam_{key}.json").exists()))
+    if d is None:
+        return False
+    key = family_key(spec)
+    return _entry_exists(d, key) or (prebuilt is not None and (Path(prebuilt) / f"fam_{key}.json").exists())
 
 
 def _entry_exists(d, key):

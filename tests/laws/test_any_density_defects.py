@@ -196,3 +196,13 @@ def test_wide_discrete_gaussian_normaliser(sigma):
     m = mk.discrete_gaussian(sigma)
     ref = math.sqrt(2 * math.pi) * sigma  # the correction terms are below 1e-300 here
     assert m.theta[-1] == pytest.approx(ref, rel=1e-14)
+
+
+def test_without_a_cache_directory_every_family_counts_as_to_be_derived(monkeypatch):
+    # no writable cache directory: load_or_build derives even a shipped family, so the screen must run first
+    from mechkit.laws import catalog
+    from mechkit.symbolic import codegen
+    spec = mk.catalog("gaussian").family.spec
+    assert codegen.available(spec, catalog.prederived_dir())  # shipped
+    monkeypatch.setattr(codegen, "cache_dir", lambda: None)
+    assert not codegen.available(spec, catalog.prederived_dir())
