@@ -3,6 +3,9 @@ definitions: the smallest epsilon whose delta (NumPy's direct Plancherel sums) i
 exact ``unique`` of the rows."""
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import mechkit as mk
 from mechkit.individual import buckets
@@ -54,6 +57,14 @@ def test_distinct_rows_are_numpys_unique_rows():
     rows, inv = buckets.distinct_rows(a)
     ref = np.unique(a, axis=0)
     assert rows.shape == ref.shape and np.array_equal(np.unique(rows, axis=0), ref)
+    assert np.array_equal(rows[inv], a)
+
+
+@given(hnp.arrays(np.uint16, st.tuples(st.integers(1, 60), st.integers(1, 7)), elements=st.integers(0, 3)))
+def test_distinct_rows_of_random_count_tables(a):
+    # small entries: many repeated rows; the rows found are NumPy's unique rows and rebuild the table
+    rows, inv = buckets.distinct_rows(a)
+    assert np.array_equal(np.unique(rows, axis=0), np.unique(a, axis=0)) and rows.shape[0] == len(np.unique(a, axis=0))
     assert np.array_equal(rows[inv], a)
 
 
