@@ -97,28 +97,33 @@ def test_the_check_uses_the_bound_parameter_values():
 
 def test_a_cached_derivation_is_not_screened_and_the_core_still_refuses_bad_values(tmp_path, monkeypatch):
     """The screen guards the slow derivation only: where the family's entry is already in the cache (a new process,
-    a new Family object from the same spec), binding skips it (its lambdified densities cost ~0.2 s of a cached
-    bind), and values where the density is negative are still refused, by the core's exact checks."""
+    a new Family object from the same spec), binding skips it (its lambdified densities cost ~0.1-0.2 s of a cached
+    bind, seconds of a cold one), and values where the density is negative are still refused, by the core's exact
+    checks."""
     from mechkit.laws import screen
     monkeypatch.setenv("MECHKIT_CACHE_DIR", str(tmp_path))
     a = sp.Symbol("a", real=True)
-    p = (1 + a * x / (1 + x ** 2)) * normal(0)
-    mk.Mechanism.from_densities(p, normal(1), x, name="tilted")(a=1.5)  # derived: the entry is now on disk
+    p = 1 + a * (x - sp.Rational(1, 2))  # on [0, 1]: normalised for every a, negative somewhere for |a| > 2
+
+    def family():
+        return mk.Mechanism.from_densities(p, sp.Integer(1), x, domain=sp.Interval(0, 1), name="linear")
+    family()(a=1.0)  # derived: the entry is now on disk
     calls = []
     real = screen.screen
     monkeypatch.setattr(screen, "screen", lambda fam, theta: (calls.append(1), real(fam, theta))[1])
     monkeypatch.setattr(F, "_FAMILIES", {})  # as in a new process
-    fam = mk.Mechanism.from_densities(p, normal(1), x, name="tilted")
-    m = fam(a=1.5)
+    fam = family()
+    m = fam(a=1.0)
     assert calls == []
-    assert m.delta(1.0) == pytest.approx(mk.Mechanism.from_densities(p, normal(1), x, name="tilted")(a=1.5).delta(1.0))
+    # delta(0) = TV = integral of (p - 1)_+ = a / 8 (closed form)
+    assert m.delta(0.0) == pytest.approx(1.0 / 8.0, rel=1e-9)
     with pytest.raises(SpecificationError, match="density p is negative"):
-        fam(a=5.0)  # negative on (-4.79, -0.21)
+        fam(a=5.0)  # negative on [0, 0.4)
     assert calls == []
     monkeypatch.setenv("MECHKIT_CACHE_DIR", str(tmp_path / "empty"))  # a cache without the entry: screened again
     monkeypatch.setattr(F, "_FAMILIES", {})
     with pytest.raises(SpecificationError, match="density p is negative"):
-        mk.Mechanism.from_densities(p, normal(1), x, name="tilted")(a=5.0)
+        family()(a=5.0)
     assert calls == [1]
 
 
