@@ -47,6 +47,16 @@ def _eps_of(rdp, alpha, log_delta):
     return rdp + math.log1p(-1.0 / alpha) - (log_delta + math.log(alpha)) / (alpha - 1.0)
 
 
+def best_of_orders(items: Sequence[tuple[Mechanism, int]], delta: float, direction: str, alphas: ArrayLike,
+                   finite: bool = False) -> float:
+    """The smallest of the Renyi bounds on epsilon(delta) at the orders ``alphas`` for one ``direction`` ("remove"
+    or "add"), every order evaluated (no stop, no refinement): an upper bound, for a caller that knows which orders'
+    CGF values are already memoised (``fft_grid.domain``).  delta is not checked."""
+    logd = math.log(delta)
+    vals = [_eps_of(_composed_rdp(items, float(a), direction, finite), float(a), logd) for a in alphas]
+    return max(min(vals, default=math.inf), 0.0)
+
+
 def epsilon(items: Sequence[tuple[Mechanism, int]], delta: float, direction: str = "both",
             alphas: ArrayLike | None = None, refine: bool = True, finite: bool = False) -> Estimate:
     """An upper bound on epsilon(delta) of a composition, from its Renyi divergences.

@@ -458,3 +458,34 @@ def test_floating_point_allowance_of_a_long_composition_against_extended_precisi
     fft_only._low_errors = lambda *a: np.zeros(0)
     fft_only.add(pmf, k, mu)
     assert curve.fp < 0.3 * fft_only.curve().fp
+
+
+def _domain_by_full_scans(items, eps_error, delta_error):
+    """Remark 5.6's half-width as every mechanism's own Renyi scan gives it (the domain before its per-mechanism
+    scans were skipped where the composition's term dominates)."""
+    from mechkit.accountants import rdp
+    from mechkit.relations import DIRECTIONS
+    k = sum(c for _, c in items)
+    per = comp = 0.0
+    for d in DIRECTIONS:
+        for m, _ in items:
+            per = max(per, float(rdp.epsilon([(m, 1)], min(delta_error / (8 * k), 0.5), d, alphas=rdp.COARSE_ALPHAS,
+                                             refine=False, finite=True)))
+        comp = max(comp, float(rdp.epsilon(items, min(delta_error / 4, 0.5), d, alphas=rdp.COARSE_ALPHAS,
+                                           refine=False, finite=True)))
+    return 3.0 + max(eps_error + comp, per)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: [(mk.subsample(mk.gaussian(sigma=0.8), 0.01), 10_000)],               # the composition's term leads
+    lambda: [(mk.subsample(mk.gaussian(sigma=float(s)), 0.01), 1000) for s in np.linspace(0.8, 1.2, 10)],
+    lambda: [(mk.gaussian(sigma=1.0), 1)],                                        # one run: its own term leads
+    lambda: [(mk.laplace(scale=0.2), 1), (mk.subsample(mk.gaussian(sigma=2.0), 0.01), 50)],  # one loud mechanism
+    lambda: [(mk.randomized_response(epsilon=2.0), 3), (mk.gaussian(sigma=3.0), 2)],
+])
+def test_domain_equals_the_full_scans(make):
+    # the per-mechanism scans skipped where the composition's orders keep them below eps_error + its bound: the
+    # same half-width as with every scan made
+    items = make()
+    for ee, de in ((2.1e-3, 1e-8), (0.01, 1e-10)):
+        assert fft_grid.domain(items, ee, de) == _domain_by_full_scans(make(), ee, de)
