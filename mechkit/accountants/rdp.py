@@ -49,9 +49,22 @@ def _eps_of(rdp, alpha, log_delta):
 
 def best_of_orders(items: Sequence[tuple[Mechanism, int]], delta: float, direction: str, alphas: ArrayLike,
                    finite: bool = False) -> float:
-    """The smallest of the Renyi bounds on epsilon(delta) at the orders ``alphas`` for one ``direction`` ("remove"
-    or "add"), every order evaluated (no stop, no refinement): an upper bound, for a caller that knows which orders'
-    CGF values are already memoised (``fft_grid.domain``).  delta is not checked."""
+    """The smallest of the Renyi bounds on epsilon(delta) at the given orders for one direction, every order
+    evaluated (no stop, no refinement): an upper bound, for a caller that knows which orders' CGF values are
+    already memoised (``fft_grid.domain``).
+
+    Parameters
+    ----------
+    items : the composition, ``[(mechanism, count), ...]``.
+    delta : in (0, 1) (not checked).
+    direction : "remove" or "add".
+    alphas : the orders > 1.
+    finite : bound only the finite part of the privacy loss (as ``epsilon``).
+
+    Returns
+    -------
+    The bound (>= 0; inf where every order's divergence is infinite or no order is given).
+    """
     logd = math.log(delta)
     vals = [_eps_of(_composed_rdp(items, float(a), direction, finite), float(a), logd) for a in alphas]
     return max(min(vals, default=math.inf), 0.0)
