@@ -4,8 +4,10 @@ narrow certified answer does neither."""
 from __future__ import annotations
 
 import io
+import math
 import warnings
 
+import numpy as np
 import pytest
 
 import mechkit as mk
@@ -44,3 +46,13 @@ def test_the_cli_prints_the_warning_on_one_line(capsys):
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("mechkit: warning:")]
     assert len(lines) == 1 and "wider than the estimate" in lines[0]
+
+
+@pytest.mark.parametrize("value, lower, upper", [
+    (1.0, 0.5, 1.6), (1.0, 0.5, 1.5), (1.0, 0.0, 2.5), (0.0, 0.0, 0.0), (0.0, 0.0, 1e-300), (-1.0, -2.5, 0.0),
+    (2.0, 0.0, math.inf), (math.inf, 3.0, math.inf), (math.nan, 0.0, 1.0), (1.0, math.nan, 2.0)])
+def test_a_scalar_answer_is_weak_where_its_one_element_array_is(value, lower, upper):
+    # the scalar path (plain float arithmetic) and the array path (NumPy's) say the same of the same numbers
+    est = mk.Estimate(value, lower, upper, "fft", True)
+    arr = mk.EstimateArray(np.array([value]), np.array([lower]), np.array([upper]), "fft", True)
+    assert weakness(est) == weakness(arr)
