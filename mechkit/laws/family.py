@@ -157,7 +157,7 @@ class Family(PortableFamily):
                 if not _screened:
                     self._screen_defaults()
                 _FAMILIES[key] = codegen.load_or_build(self.spec, derive, label=f"the family {self.name!r}",
-                                                       prebuilt=catalog.prederived_dir())
+                                                       prebuilt=catalog.prederived_dir(), key=key)
             self._loaded = _FAMILIES[key]
         return self
 
@@ -270,7 +270,7 @@ class Family(PortableFamily):
         values = self._check_params(params)
         theta = self._theta(values)
         if (self._loaded is None and self.key not in _FAMILIES
-                and not codegen.available(self.spec, catalog.prederived_dir())):
+                and not codegen.available(self.spec, catalog.prederived_dir(), self.key)):
             # the derivation is still to come (seconds): check the densities at these values first, so that a
             # negative or unnormalised density fails in milliseconds; on a cache hit the core's exact checks are as
             # quick

@@ -381,18 +381,18 @@ def _write_entry(d, key, module_source, meta):
         return None
 
 
-def load_or_build(spec, build, label="a family", prebuilt=None):
+def load_or_build(spec, build, label="a family", prebuilt=None, key=None):
     """Return (structure, display, module) for a spec, building with ``build(spec)`` on a cache miss.  ``label``
     names the family in the line printed where loading or building takes long (``progress``), and in the one its
     kernels' compilation prints (``module.LABEL``; they compile as queries first ask for them); ``prebuilt``: a
-    directory of shipped entries (``export_entry``) copied into the cache on a miss, so the derivation is skipped."""
-    structure, display, mod = _load_or_build(spec, build, label, prebuilt)
+    directory of shipped entries (``export_entry``) copied into the cache on a miss, so the derivation is skipped;
+    ``key``: ``family_key(spec)`` where the caller has it (its SymPy printing takes ~15 ms)."""
+    structure, display, mod = _load_or_build(spec, build, label, prebuilt, family_key(spec) if key is None else key)
     mod.LABEL = label
     return structure, display, mod
 
 
-def _load_or_build(spec, build, label, prebuilt):
-    key = family_key(spec)
+def _load_or_build(spec, build, label, prebuilt, key):
     d = cache_dir()
     if d is None:
         with announce(f"deriving {label}"):
@@ -408,14 +408,14 @@ def _load_or_build(spec, build, label, prebuilt):
         return hit if hit is not None else _build_entry(spec, build, key, d)
 
 
-def available(spec, prebuilt=None) -> bool:
+def available(spec, prebuilt=None, key=None) -> bool:
     """Whether ``load_or_build`` would find the spec's entry without deriving: in the cache directory, or shipped in
     ``prebuilt`` (copied into it).  False where no cache directory is usable (every family is then derived).  A
-    stat or two, no reading."""
+    stat or two, no reading; ``key`` as for ``load_or_build``."""
     d = cache_dir()
     if d is None:
         return False
-    key = family_key(spec)
+    key = family_key(spec) if key is None else key
     return _entry_exists(d, key) or (prebuilt is not None and (Path(prebuilt) / f"fam_{key}.json").exists())
 
 
