@@ -137,14 +137,14 @@ def weakness(est: Estimate | EstimateArray) -> str:
     why = []
     if est.details.get("reliable") is False:
         why.append("the expansion is outside its regime (details['reliable'] is False)")
-    if est.certified and est.lower is not None and est.upper is not None and isinstance(est, Estimate):
-        if est.upper - est.lower > abs(float(est)):  # a scalar: the arithmetic below without NumPy's ~5 us
-            why.append("the certified interval is wider than the estimate")
-    elif est.certified and est.lower is not None and est.upper is not None:
-        with np.errstate(invalid="ignore"):
-            width = np.asarray(est.upper, float) - np.asarray(est.lower, float)
-            wide = width > np.abs(np.asarray(est, float))
-        if np.any(wide):
+    if est.certified and est.lower is not None and est.upper is not None:
+        if isinstance(est, Estimate):  # a scalar: the same arithmetic without NumPy's ~5 us
+            wide = est.upper - est.lower > abs(float(est))
+        else:
+            with np.errstate(invalid="ignore"):
+                width = np.asarray(est.upper, float) - np.asarray(est.lower, float)
+                wide = np.any(width > np.abs(np.asarray(est, float)))
+        if wide:
             why.append("the certified interval is wider than the estimate")
     return "; ".join(why)
 
