@@ -144,16 +144,27 @@ def symbolic_limit_at(lexpr, var, names, theta, where):
     if key not in _AT_VALUES:
         L = parse_srepr(lexpr)
         by_name = {s.name: s for s in L.free_symbols}
-        subs = {by_name[n]: exact_float(t) for n, t in zip(names, theta) if n in by_name}
         X = by_name.get(var)
-        val = math.nan
-        if X is not None:
-            lim = sy.attempt(lambda: sp.limit(L.xreplace(subs), X, sp.oo if where > 0 else -sp.oo),
-                             SYMBOLIC_AT_VALUES_SECONDS)
-            if lim is not None and lim.is_number and (lim.is_real or lim in (sp.oo, -sp.oo)):
-                val = float(lim)
-        _AT_VALUES[key] = val
+        lim = None if X is None else _limit_at_inf(L.xreplace(_at_values(by_name, names, theta)), X, where)
+        _AT_VALUES[key] = _real(lim)
     return _AT_VALUES[key]
+
+
+def _limit_at_inf(L, X, where):
+    """SymPy's limit of L as X runs to ``where`` (+-inf), None where it finds none in time."""
+    return sy.attempt(lambda: sp.limit(L, X, sp.oo if where > 0 else -sp.oo), SYMBOLIC_AT_VALUES_SECONDS)
+
+
+def _at_values(by_name, names, theta):
+    """The substitution of the parameters ``names`` (among the symbols ``by_name``) by the exact rationals of theta."""
+    return {by_name[n]: exact_float(t) for n, t in zip(names, theta) if n in by_name}
+
+
+def _real(val):
+    """``val`` as a float where it is a real number or +-inf, else nan (None included)."""
+    if val is None or not (val.is_number and (val.is_real or val in (sp.oo, -sp.oo))):
+        return math.nan
+    return float(val)
 
 
 def symbolic_limit(lexpr, var, names, theta, where):
@@ -165,17 +176,12 @@ def symbolic_limit(lexpr, var, names, theta, where):
     if key not in _SYMBOLIC:
         L = parse_srepr(lexpr)
         X = {s.name: s for s in L.free_symbols}.get(var)
-        lim = None if X is None else sy.attempt(lambda: sp.limit(L, X, sp.oo if where > 0 else -sp.oo),
-                                                SYMBOLIC_AT_VALUES_SECONDS)
+        lim = None if X is None else _limit_at_inf(L, X, where)
         _SYMBOLIC[key] = lim if X is not None and sy.usable_limit(lim, X) else None
     lim = _SYMBOLIC[key]
     if lim is None:
         return math.nan
-    by_name = {s.name: s for s in lim.free_symbols}
-    val = lim.xreplace({by_name[n]: exact_float(t) for n, t in zip(names, theta) if n in by_name})
-    if not (val.is_number and (val.is_real or val in (sp.oo, -sp.oo))):
-        return math.nan
-    return float(val)
+    return _real(lim.xreplace(_at_values({s.name: s for s in lim.free_symbols}, names, theta)))
 
 
 def decide(sym, walk, hp, where, sym_at_values=lambda: math.nan, sym_more=list):
