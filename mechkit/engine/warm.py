@@ -105,17 +105,18 @@ def _reported(subject):
                 return None
             if not readable:
                 return False
-            line = _read_line(proc)
-            if not line:
+            if not _take_report(proc):
                 return True  # ended: ``wait`` collects it
-            _STATE["done"].add(line.strip())
         return True
 
 
-def _read_line(proc):
-    """One report of the second process, as text ('' where it ended)."""
+def _take_report(proc):
+    """Read one report of the second process into ``_STATE["done"]``; False where it has ended (nothing to read)."""
     line = proc.stdout.readline()
-    return line.decode("ascii", "replace") if isinstance(line, bytes) else line
+    if not line:
+        return False
+    _STATE["done"].add((line.decode("ascii", "replace") if isinstance(line, bytes) else line).strip())
+    return True
 
 
 def work_while_pending(subject: str) -> None:
@@ -134,10 +135,7 @@ def wait(subject: str) -> None:
     with _READING:
         proc = _STATE.get("proc")
         while proc is not None and subject not in _STATE["done"]:
-            line = _read_line(proc)
-            if not line:  # ended (done, or failed: this process compiles what is missing)
+            if not _take_report(proc):  # ended (done, or failed: this process compiles what is missing)
                 proc.wait()
                 proc.stdout.close()
                 _STATE["proc"] = proc = None
-            else:
-                _STATE["done"].add(line.strip())
