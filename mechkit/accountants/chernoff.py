@@ -86,6 +86,7 @@ class ChernoffLines:
     def __init__(self, K, log_mass, moments):
         self._K = K
         self._memo = {}
+        self._last = {}  # name -> the last minimiser found (``_known_minimum``)
         self._shift = {"Y": log_mass["Y"], "X": log_mass["X"], "Ylow": log_mass["Y"], "hs": log_mass["Y"]}
         self._moments = moments
 
@@ -127,12 +128,29 @@ class ChernoffLines:
                 hi = mid
         return hi
 
+    def _known_minimum(self, name, x):
+        """The named lines' last minimiser found, if at x its line is below both neighbours' (those inside the grid)
+        and all three have CGF values at hand: then it is the minimiser at x too (the lines are unimodal along the
+        grid), found without a new CGF value (the root searches ask for points close together); else None."""
+        i = self._last.get(name)
+        if i is None:
+            return None
+        arg, b = _ARG[name], _SIGN[name]
+        near = [j for j in (i - 1, i, i + 1) if 0 <= j < TILTS.size]
+        if any(arg(TILTS[j]) not in self._memo for j in near):
+            return None
+        at = self.intercept(name, i) + b * TILTS[i] * x
+        return i if all(self.intercept(name, j) + b * TILTS[j] * x >= at for j in near) else None
+
     def _at(self, name, x, found):
         """The named bound at the point x (the minimum over the grid, capped at 0); ``found``: x -> its minimiser,
-        filled in (one search per point and call)."""
+        filled in (one search per point and call, from the last minimiser where it is still one, else from the
+        Gaussian model's tilt)."""
         i = found.get(x)
         if i is None:
-            i = found[x] = self._argmin(name, x, self._guess(name, x))
+            guess = self._known_minimum(name, x)
+            i = found[x] = self._argmin(name, x, self._guess(name, x)) if guess is None else guess
+            self._last[name] = i
         return min(self.intercept(name, i) + _SIGN[name] * TILTS[i] * x, 0.0)
 
     def _covered(self, name, xs, order, covered, found):
@@ -175,6 +193,14 @@ class ChernoffLines:
         order = pos[np.argsort(x[pos], kind="stable")]
         if _SIGN[name] > 0:
             order = order[::-1]  # the bound is nonincreasing along order
+        ends = float(x[order[0]]), float(x[order[-1]])
+        i = self._known_minimum(name, ends[0])
+        if i is not None and self._known_minimum(name, ends[1]) == i:
+            # one minimiser at both ends, from the CGF values at hand: at every point between (it moves monotonically
+            # with x); no CGF value to spare, so no search for the points a cap cannot win
+            with np.errstate(invalid="ignore"):
+                out[order] = np.minimum(self.intercept(name, i) + _SIGN[name] * TILTS[i] * x[order], 0.0)
+            return out
         found = {}
         if covered is not None:
             n = self._covered(name, x[order], order, covered, found)

@@ -245,11 +245,15 @@ class _Sequence:
                 ld, sd = _signed_diff(np.full(ld.shape, math.log(self.inf_mass)), 1.0, ld, -sd)
         return ld, sd
 
-    def bounds(self, eps, lower=True, upper=True):
+    def bounds(self, eps, lower=True, upper=True, target=None):
         """EEAI lower and upper delta, with the Chernoff caps (notes.md 3.5, 3.6): (lo, up), None for the one not
         asked for.  Each cap is asked only where it can beat the EEAI value it is compared with
         (``ChernoffLines.bound``'s ``covered``; the same floats: a test with a relative margin of 1e-12 against
-        ulp differences between math and NumPy)."""
+        ulp differences between math and NumPy).
+
+        ``target``: a delta whose side alone is wanted (the epsilon query's grid): a cap is then also skipped where
+        it cannot move a value across ``target`` (``_Margins``), so the values returned may be above the upper
+        curve's (below the lower's) where both are on the same side of ``target``, by more than a margin."""
         dy, dx = self.Y.uniform_bound(), self.X.uniform_bound()
         gy = _from_signed(*self.Y.signed_log_sf(eps, 1))
         gx = _from_signed(*self.X.signed_log_sf(eps, 1))
@@ -261,24 +265,33 @@ class _Sequence:
             # in log space: e^eps times a Chernoff bound that underflows (e^-8000) must not become 0
             if lower:
                 floor = np.maximum(np.zeros_like(eps), gy - dy)
-                sy_lo = np.maximum(floor, -np.expm1(self.chernoff("Ylow", eps,
-                                                                  lambda c, r: -math.expm1(c) <= _lo(floor[r]))))
                 log_gx = np.log(gx + dx)
+                side = _Margins(target, a, my, np.exp(eps + lmx + log_gx))
+                sy_lo = np.maximum(floor, -np.expm1(self.chernoff(
+                    "Ylow", eps, lambda c, r: -math.expm1(c) <= _lo(side.lower_y(floor, r)))))
                 # where sy_lo is 0, lo = -e^(...) <= 0 whatever S_X's cap: it is asked only where sy_lo > 0
                 cap_x, need = np.full(eps.shape, np.inf), sy_lo > 0.0
                 if need.any():
-                    lg = log_gx[need]
-                    cap_x[need] = self.chernoff("X", eps[need], lambda c, r: c >= np.max(lg[r]))
+                    th = side.lower_x(log_gx, sy_lo, eps + lmx)[need]
+                    cap_x[need] = self.chernoff("X", eps[need], lambda c, r: c >= np.max(th[r]))
                 log_sx_up = np.minimum(log_gx, cap_x)
                 lo = my * sy_lo - np.exp(eps + lmx + log_sx_up)
                 lo = np.where(beyond, 0.0, np.maximum(lo, 0.0))
                 lo = lo if a == 0.0 else a + lo
             if upper:
                 cap = np.minimum(np.ones_like(eps), gy + dy)
-                sy_up = np.minimum(cap, np.exp(self.chernoff("Y", eps, lambda c, r: math.exp(c) >= _hi(cap[r]))))
-                up = my * sy_up - np.exp(eps + lmx + np.log(np.maximum(gx - dx, 0.0)))
-                test = (lambda c, r: my * math.exp(c) >= _hi(up[r])) if my > 0.0 else None
-                up = np.minimum(np.minimum(up, my * np.exp(self.chernoff("hs", eps, test))), np.ones_like(eps))
+                xt = np.exp(eps + lmx + np.log(np.maximum(gx - dx, 0.0)))
+                # with a target, the points past the tilted moment bound's ceiling are below it (0 stands for them)
+                k = _Margins(target, a, my, xt).undecided(eps, self.lines())
+                side = _Margins(target, a, my, xt[k])
+                e, cap, xt = eps[k], cap[k], xt[k]
+                sy_up = np.minimum(cap, np.exp(self.chernoff(
+                    "Y", e, lambda c, r: math.exp(c) >= _hi(side.upper_y(cap, r)))))
+                u = my * sy_up - xt
+                kept = side.upper_hs(u)
+                test = (lambda c, r: my * math.exp(c) >= _hi(kept[r])) if my > 0.0 else None
+                up = np.zeros(eps.shape)
+                up[k] = np.minimum(np.minimum(u, my * np.exp(self.chernoff("hs", e, test))), 1.0)
                 up = np.where(beyond, 0.0, np.maximum(up, 0.0))
                 up = up if a == 0.0 else np.minimum(a + up, 1.0)
         return lo, up
@@ -289,6 +302,61 @@ class _Sequence:
         if not rest > 0.0:
             return math.inf
         return float(min(self.lines().ceiling(math.log(rest)), self.sup))
+
+
+class _Margins:
+    """Where only the side of a target delta matters (``_Sequence.bounds``' ``target``): the values below which a
+    Chernoff cap cannot move a curve's value across it, per point r.  With t = target - A (A the mass at +inf) and
+    a margin m_r = 1e-9 t + 1e-14 (1 + s_r) (s_r the curve's subtracted term e^eps m_X P(S_X > eps), whose rounding
+    it covers), a cap is skipped where:
+
+    * ``"Y"`` (upper curve, m_Y P(S_Y > eps) - s <= m_Y cap - s): e^c >= (t + 2 m + s) / m_Y (the value, capped or
+      not, stays >= t + 2 m);
+    * ``"hs"`` (the upper curve's tilted moment bound, a min): m_Y e^c >= t + m (the min stays >= t + m);
+    * ``"Ylow"`` (lower curve, m_Y max(floor, 1 - e^c) - s with s >= 0): 1 - e^c <= (t - m) / m_Y (the value,
+      raised or not, stays <= t - m whatever S_X's cap);
+    * ``"X"`` (lower curve, m_Y sy - e^(eps + l_X + min(log gx, c))): c >= log(m_Y sy - t + 2 m) - eps - l_X
+      (stays <= t - m).
+
+    and past the tilted moment bound's ceiling (``undecided``) the upper curve is below t whatever its caps.
+    Without a target (or t <= 0: the mass at +inf alone reaches it) the thresholds are the EEAI values (the caps
+    are then skipped only where they change nothing)."""
+
+    def __init__(self, target, inf_mass, my, subtracted):
+        t = None if target is None else target - inf_mass
+        self.t = t if t is not None and t > 0.0 else None
+        self.my = my
+        if self.t is not None:
+            self.m = 1e-9 * self.t + 1e-14 * (1.0 + subtracted)
+            self.s = subtracted
+
+    def undecided(self, eps, lines):
+        """The indices of the points not known to be below the target: all of them, or (with a target) those up
+        to a little past the tilted moment bound's ceiling (where its line at the ceiling's tilt, of slope >= 1e-3,
+        has dropped 1e-7 below log(t / m_Y), so m_Y e^c < t - m whatever the other caps)."""
+        if self.t is None or not self.my > 0.0:
+            return np.arange(eps.size)
+        c = lines.ceiling(math.log(self.t / self.my))
+        return np.nonzero(~(eps > c + 1e-4 * (1.0 + abs(c))))[0]
+
+    def upper_y(self, cap, r):
+        if self.t is None:
+            return cap[r]
+        return np.minimum(cap[r], (self.t + 2.0 * self.m[r] + self.s[r]) / self.my)
+
+    def upper_hs(self, up):
+        return up if self.t is None else np.minimum(up, self.t + self.m)
+
+    def lower_y(self, floor, r):
+        if self.t is None:
+            return floor[r]
+        return np.maximum(floor[r], (self.t - self.m[r]) / self.my)
+
+    def lower_x(self, log_gx, sy, shift):
+        if self.t is None:
+            return log_gx
+        with np.errstate(divide="ignore"):  # -inf where the lower curve is below t - m whatever the cap
+            return np.minimum(log_gx, np.log(np.maximum(self.my * sy - self.t + 2.0 * self.m, 0.0)) - shift)
 
 
 def _hi(v):
@@ -329,12 +397,13 @@ def _estimate(seqs, eps, order):
     return est
 
 
-def _bound_curves(seqs, eps, lower=True, upper=True):
-    """(lower, upper) delta curves at each eps, max over the sequences; None for the one not asked for."""
+def _bound_curves(seqs, eps, lower=True, upper=True, target=None):
+    """(lower, upper) delta curves at each eps, max over the sequences; None for the one not asked for.  With a
+    ``target`` delta the values are exact only on their side of it (``_Sequence.bounds``)."""
     lo = np.zeros(eps.shape) if lower else None
     up = np.zeros(eps.shape) if upper else None
     for s in seqs:
-        l_, u_ = s.bounds(eps, lower, upper)
+        l_, u_ = s.bounds(eps, lower, upper, target)
         lo = None if l_ is None else np.maximum(lo, l_)
         up = None if u_ is None else np.maximum(up, u_)
     return lo, up
@@ -403,14 +472,39 @@ def _last_crossing(f, grid, vals, target):
     return optimize.brentq(lambda e: f(e) - target, grid[i], grid[i + 1], xtol=1e-13, rtol=1e-15)
 
 
+def _last_above(lower_at, a, b, d, points=31):
+    """A point of [a, b) where the lower curve is > d, within 1e-13 + 1e-15 x of a point of (a, b] where it is <= d
+    (given > d at a and <= d at b): the bracket cut in ``points`` + 1 at each round, all points of a round in one
+    call of ``lower_at`` (an array of points), the first of them <= d its new right end.  A section search rather
+    than a secant method's: near its drop the curve's side of d jitters with rounding (~1e-11 wide), where a
+    secant method falls back to one point at a time."""
+    while b - a > 1e-13 + 1e-15 * abs(b):
+        pts = np.linspace(a, b, points + 2)[1:-1]
+        below = np.nonzero(~(lower_at(pts) > d))[0]
+        if below.size:
+            j = int(below[0])
+            a, b = (pts[j - 1] if j else a), pts[j]
+        else:
+            a = pts[-1]
+    return float(a)
+
+
 def _plain_epsilon(items, d, order):
     seqs = _sequences(items)
     hi = max(s.eps_ceiling(d) for s in seqs)
-    if not math.isfinite(hi):
+    finite = math.isfinite(hi)
+    if not finite:
         hi = max(s.Y.mean + 40.0 * s.Y.sd for s in seqs)
     hi = max(hi, 1e-6)
     grid = np.concatenate((np.linspace(0.0, hi, 401), [hi * 1.5 + 1.0]))
-    est, lo, up = _curves(seqs, grid, order)
+    past = hi + 1e-4 * (1.0 + hi) if finite else grid[-1]
+    est = _estimate(seqs, grid, order)
+    # the bounds' sides of d only (``_Sequence.bounds``' target); the lower curve at 0 first: where it is <= d there
+    # the lower bound is 0 and the rest of that curve is not needed
+    lo = _bound_curves(seqs, grid[:1], upper=False, target=d)[0]
+    if not lo[0] <= d:
+        lo = _bound_curves(seqs, grid, upper=False, target=d)[0]
+    up = _bound_curves(seqs, grid, lower=False, target=d)[1]
 
     def one(which):
         return lambda e: float(_bound_curves(seqs, np.array([e]), which == 1, which == 2)[which - 1][0])
@@ -418,7 +512,7 @@ def _plain_epsilon(items, d, order):
     val = _last_crossing(lambda e: float(_estimate(seqs, np.array([e]), order)[0]), grid, est, d)
     val = 0.0 if val is None else val
     # upper: a point where the upper curve is <= d (then the true epsilon is below it)
-    e_up = _last_crossing(one(2), grid, up, d)
+    e_up = _last_crossing(one(2), np.concatenate((grid[:-1], [past])), up, d)
     if e_up is None:
         e_up = 0.0
     elif math.isfinite(e_up):
@@ -432,9 +526,7 @@ def _plain_epsilon(items, d, order):
         e_lo = 0.0 if below.size else math.inf
     else:
         i = int(below[0])
-        e_lo = optimize.brentq(lambda e: one(1)(e) - d, grid[i - 1], grid[i], xtol=1e-13, rtol=1e-15)
-        while e_lo > 0 and one(1)(e_lo) <= d:
-            e_lo = max(0.0, e_lo - 1e-12 * (1.0 + e_lo))
+        e_lo = _last_above(lambda e: _bound_curves(seqs, e, upper=False)[0], grid[i - 1], grid[i], d)
     if not math.isfinite(val):
         val = e_up
     details = _plain_details(seqs, order)

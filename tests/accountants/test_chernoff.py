@@ -18,10 +18,9 @@ from mechkit.accountants import edgeworth as ew
 NAMES = ("Y", "X", "Ylow", "hs")
 
 
-@functools.lru_cache(maxsize=None)
-def _run(i):
-    """Composition i, its two sequences and each sequence's full table of lines (the eager reference)."""
-    runs = [
+def _compositions():
+    """The compositions, with new mechanism objects at each call (an accountant's query on them starts cold)."""
+    return [
         [(mk.subsample(mk.gaussian(sigma=1.0), 0.01), 1000), (mk.laplace(10.0), 20)],  # two families, skewed
         [(mk.subsample(mk.gaussian(sigma=0.8), 0.01), 10000)],
         [(mk.subsample(mk.gaussian(sigma=1.0), 0.001), 100)],  # few expected sampled steps
@@ -31,6 +30,12 @@ def _run(i):
         [(mk.approximate_dp(0.5, 1e-3), 30), (mk.gaussian(2.0), 1)],  # infinite losses: the finite parts' lines
         [(mk.laplace(20.0), 10000)],  # a small uniform bound: positive lower bounds, where the X cap decides them
     ]
+
+
+@functools.lru_cache(maxsize=None)
+def _run(i):
+    """Composition i, its two sequences and each sequence's full table of lines (the eager reference)."""
+    runs = _compositions()
     seqs = ew._sequences(runs[i])
     tables = []
     for s in seqs:
@@ -92,7 +97,7 @@ def test_an_epsilon_query_computes_a_part_of_the_table():
         s.K = lambda tau, k=k, d=s.direction: seen.append((d, tau)) or k(tau)
         s._lines = None
     ew.epsilon(run, 1e-5)
-    assert 0 < len(seen) < 0.7 * 3 * ch.TILTS.size * len(seqs)
+    assert 0 < len(seen) < 0.25 * 3 * ch.TILTS.size * len(seqs)  # 25 of 210 (the whole grid: ~70)
     assert len(seen) == len(set(seen))  # each (sequence, tilt) computed once
     for s in seqs:
         del s.K
@@ -182,3 +187,119 @@ def test_a_cap_is_let_go_only_where_it_beats_none_of_the_callers_values(i, d, na
     assert np.array_equal(got[~gone], exact[~gone])
     assert np.all(exact[gone] >= theirs[gone])
     assert np.array_equal(np.minimum(got, theirs), np.minimum(exact, theirs))
+
+
+def _eager_sides(s, table, eps, target):
+    lo, up = _eager_bounds(s, table, eps)
+    return lo <= target, up >= target
+
+
+@settings(max_examples=3 * settings.default.max_examples)
+@given(st.integers(0, RUNS - 1), st.integers(0, 1), st.lists(st.floats(-2.0, 1.0), min_size=1, max_size=30),
+       st.floats(0.5, 40.0), st.one_of(st.floats(-30.0, -0.5), st.integers(0, 29)),
+       st.sampled_from([0.0, 1e-12, -1e-12, 1e-6, -1e-6, 1e-3, -1e-3, 0.1, -0.1]))
+def test_bounds_for_a_target_keep_every_point_on_its_side_of_it(i, d, unit, scale, target, nudge):
+    # the epsilon query's grid pass (``bounds(..., target=delta)``) skips a cap where it cannot move a value across
+    # delta and takes the points past the tilted moment bound's ceiling as below it: each point's side of delta
+    # must be the eager bounds' (a target is log10 delta, or the eager upper or lower value at one of the points
+    # moved by a relative nudge: a tie, where the side is decided by the last bit, or just beside one, where a cap
+    # skipped by a margin too generous would move the point across)
+    seqs, tables = _run(i)
+    s = seqs[d]
+    eps = np.asarray(unit) * scale * max(s.Y.sd, 1e-3) + max(s.Y.mean, 0.0) * (1 + scale)
+    ref_lo, ref_up = _eager_bounds(s, tables[d], eps)
+    if isinstance(target, int):
+        ties = np.concatenate((ref_lo, ref_up))
+        ties = ties[(ties > 0.0) & (ties < 1.0)]
+        if not ties.size:
+            return
+        delta = min(float(ties[target % ties.size]) * (1.0 + nudge), 0.999)
+    else:
+        delta = 10.0 ** target
+    lo, up = s.bounds(eps, target=delta)
+    assert np.array_equal(lo <= delta, ref_lo <= delta)
+    assert np.array_equal(up >= delta, ref_up >= delta)
+
+
+def _former_epsilon(seqs, tables, d):
+    """The plain epsilon query's bounds as the accountant computed them before the grid pass asked for sides only:
+    every cap at every point of the grid (eager), the upper crossing bracketed by the grid's last point."""
+    from scipy import optimize
+
+    hi = max(s.eps_ceiling(d) for s in seqs)
+    hi = max(hi if math.isfinite(hi) else max(s.Y.mean + 40.0 * s.Y.sd for s in seqs), 1e-6)
+    grid = np.concatenate((np.linspace(0.0, hi, 401), [hi * 1.5 + 1.0]))
+
+    def curves(x):
+        got = [_eager_bounds(s, t, np.atleast_1d(np.asarray(x, float))) for s, t in zip(seqs, tables)]
+        return np.max([g[0] for g in got], axis=0), np.max([g[1] for g in got], axis=0)
+
+    lo, up = curves(grid)
+    _former_epsilon.curves = curves
+    e_up = ew._last_crossing(lambda e: float(curves(e)[1][0]), grid, up, d)
+    e_up = 0.0 if e_up is None else e_up
+    i = 0
+    while math.isfinite(e_up) and e_up > 0.0 and curves(e_up)[1][0] > d and i < 60:
+        e_up += 1e-12 * (1.0 + e_up) * 2 ** i
+        i += 1
+    below = np.nonzero(lo <= d)[0]
+    if below.size == 0 or below[0] == 0:
+        return (0.0 if below.size else math.inf), e_up
+    j = int(below[0])
+    e_lo = optimize.brentq(lambda e: curves(e)[0][0] - d, grid[j - 1], grid[j], xtol=1e-13, rtol=1e-15)
+    while e_lo > 0 and curves(e_lo)[0][0] <= d:
+        e_lo = max(0.0, e_lo - 1e-12 * (1.0 + e_lo))
+    return e_lo, e_up
+
+
+def test_epsilon_bounds_are_the_former_ones():
+    # the sides-only grid pass, the lower curve's first point alone first, the upper crossing bracketed just past
+    # the tilted moment bound's ceiling instead of at the grid's last point, and the lower curve's drop found by a
+    # section search (``_last_above``) instead of a secant root search and steps down: the same bounds up to the
+    # root searches' tolerances, the lower one at a point where the (eager) lower curve is > delta
+    seen_positive = 0
+    for i, run in enumerate(_compositions()):
+        for d in (0.05, 1e-3, 1e-5, 1e-10):
+            got = ew.epsilon(run, d)  # fresh sequences for each run: the tables below are computed after
+            seqs, tables = _run(i)
+            e_lo, e_up = _former_epsilon(seqs, tables, d)
+            if e_lo == 0.0 or not math.isfinite(e_lo):
+                assert got.lower == e_lo, (i, d)
+            else:
+                assert abs(got.lower - e_lo) <= 1e-11 * (1.0 + e_lo), (i, d, got.lower, e_lo)
+                assert _former_epsilon.curves(got.lower)[0][0] > d
+            assert got.upper == e_up or abs(got.upper - e_up) <= 2e-13 * (1.0 + e_up), (i, d, got.upper, e_up)
+            seen_positive += got.lower > 0.0
+    assert seen_positive >= 3  # the lower curve's full pass is exercised too
+
+
+_ULPS = st.integers(-4, 4)
+
+
+@settings(max_examples=10 * settings.default.max_examples)  # cheap arithmetic
+@given(st.floats(1e-3, 1.0), st.floats(1e-300, 0.9), st.one_of(st.just(0.0), st.floats(1e-300, 1e3)),
+       st.floats(1e-6, 1.0), st.floats(0.0, 1.0), _ULPS, st.floats(-1e-3, 1e-3))
+def test_a_cap_skipped_for_a_target_leaves_the_value_on_its_side(my, t, s, cap, sy, ulps, rel):
+    # ``_Margins``' thresholds in floating point: a cap value c at (a few ulps, or a relative 1e-3, beside) the
+    # threshold, skipped by the test ``bounds`` applies, leaves the value the cap would give on the same side of
+    # t with the margin m (Y: >= t + m; Ylow and X: <= t - m) wherever the cap would have changed it
+    side = ew._Margins(t, 0.0, my, np.array([s]))
+    m = float(side.m[0])
+    r = np.array([0])
+
+    def near(v):
+        return float(v) * (1.0 + rel) * (1.0 + ulps * 2.0 ** -52)
+
+    ec = near(side.upper_y(np.array([cap]), r)[0])  # Y: e^c
+    if math.exp(math.log(ec)) >= ew._hi(side.upper_y(np.array([cap]), r)) and math.exp(math.log(ec)) < cap:
+        assert my * math.exp(math.log(ec)) - s >= t + m
+    floor = np.array([sy * 0.5])
+    one_minus = near(side.lower_y(floor, r)[0])  # Ylow: 1 - e^c
+    if one_minus <= ew._lo(side.lower_y(floor, r)) and one_minus > floor[0]:
+        assert my * one_minus <= t - m
+    shift = math.log(1.0 + s)  # X: eps + l_X, with log gx above the threshold
+    lg = np.array([5.0])
+    th = float(side.lower_x(lg, np.array([sy]), np.array([shift]))[0])
+    c = near(th) if math.isfinite(th) else -math.inf
+    if c >= th and c < lg[0]:
+        assert my * sy - math.exp(shift + c) <= t - m
