@@ -473,12 +473,13 @@ def _last_crossing(f, grid, vals, target):
 
 
 def _last_above(lower_at, a, b, d, points=31):
-    """A point of [a, b) where the lower curve is > d, within 1e-13 + 1e-15 x of a point of (a, b] where it is <= d
+    """A point of [a, b) where the lower curve is > d, within 1e-11 (1 + x) of a point of (a, b] where it is <= d
     (given > d at a and <= d at b): the bracket cut in ``points`` + 1 at each round, all points of a round in one
     call of ``lower_at`` (an array of points), the first of them <= d its new right end.  A section search rather
     than a secant method's: near its drop the curve's side of d jitters with rounding (~1e-11 wide), where a
-    secant method falls back to one point at a time."""
-    while b - a > 1e-13 + 1e-15 * abs(b):
+    secant method falls back to one point at a time; a finer tolerance would only place the point within that
+    jitter."""
+    while b - a > 1e-11 * (1.0 + abs(b)):
         pts = np.linspace(a, b, points + 2)[1:-1]
         below = np.nonzero(~(lower_at(pts) > d))[0]
         if below.size:
