@@ -62,6 +62,17 @@ def test_an_fft_query_needs_no_tilted_moments():
     assert not {"mechkit.engine.tilted", "mechkit.accountants.spa"} & mods
 
 
+def test_a_cgf_quadrature_compiles_no_cumulant_function():
+    """The CGF's quadrature takes its cumulants from central moments in Python (``laws.core``): the engine's
+    compiled twin, for the tilted moments, is not compiled by an FFT query (it was compiled at the engine's import,
+    ~0.4-0.55 s of a cold process)."""
+    code = ("import mechkit as mk\nm = mk.subsample(mk.gaussian(sigma=1.0), 0.1)\n"
+            "print(mk.compose((m, 10)).epsilon(1e-5, method='fft', eps_error=0.1))\n"
+            "from mechkit.engine import scalars\nprint('SIGNATURES', scalars.cumulants_from_central.signatures)")
+    mods, out = _modules_after(code)
+    assert "mechkit.engine.scalars" in mods and "SIGNATURES []" in out.stdout
+
+
 def test_the_readme_question_by_auto_needs_no_saddle_point():
     """method="auto" at the README's DP-SGD setting: the saddle point's interval is predicted too wide (sigma 0.8,
     q 0.01: R = 0.19 against 4 eps_error = 0.04), so neither it nor the tilted moments it needs are imported (on a

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, types
+from numba import njit
 
 LOG2 = math.log(2.0)
 
@@ -89,8 +89,8 @@ def sgn(u):
     return 0.0
 
 
-@njit(types.UniTuple(types.float64, 5)(types.float64, types.float64, types.float64, types.float64, types.float64),
-      cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def cumulants_from_central(m2, m3, m4, m5, m6):
-    """Cumulants 2..6 from central moments 2..6 (the CGF's quadrature needs them without the tilted subject)."""
+    """Cumulants 2..6 from central moments 2..6 (for the tilted moments; ``laws.core`` has a Python twin, the same
+    floats, for the CGF's quadrature: compiled lazily, not at the engine's import)."""
     return (m2, m3, m4 - 3.0 * m2 * m2, m5 - 10.0 * m3 * m2, m6 - 15.0 * m4 * m2 - 10.0 * m3 * m3 + 30.0 * m2 ** 3)
