@@ -1,7 +1,7 @@
 """Chernoff bounds of a composed privacy loss from its CGF on a fixed grid of tilts, computed lazily.
 
-For the Edgeworth accountant's caps (``edgeworth._Sequence``).  With K the CGF of the sum S_Y (the loss under the
-numerator measure) and l_Y, l_X the log masses of the finite parts, each bound is the minimum over the grid
+For the Edgeworth accountant's caps (``edgeworth_sequence.Sequence``).  With K the CGF of the sum S_Y (the loss
+under the numerator measure) and l_Y, l_X the log masses of the finite parts, each bound is the minimum over the grid
 ``TILTS`` of lines a_i + b_i x (natural log of a probability bound, capped at 0):
 
 * ``"Y"``:    log P(S_Y >= x) <= K(t) - l_Y - t x

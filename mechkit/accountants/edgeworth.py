@@ -31,50 +31,19 @@ bound a point where the upper curve is <= delta, the lower bound a point below w
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
 
 import numpy as np
 from scipy import optimize
-from scipy.special import erfcx, ndtr
 
-from ..errors import NumericalLimitError, ParameterError, check_finite_real
+from ..errors import ParameterError, check_finite_real
 from ..estimate import Estimate, EstimateArray, clamp_into
-from ..relations import DIRECTIONS
 from . import spa
-from .chernoff import ChernoffLines
+from .edgeworth_sequence import LOG_SQRT_2PI, from_signed, hermite, sequences
 
 ORDERS = (0, 1, 2, 3)
 VARIANTS = ("plain", "tilted")
-#: allowance for the quadrature error of the derived cumulants: relative on the uniform bound, absolute
-#: on a probability, relative on a CGF value (the CGFs are accurate to about 1e-13)
-BOUND_SLACK_REL, PROB_SLACK, CGF_SLACK = 1e-6, 1e-12, 1e-9
-LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
-_CACHE_SIZE = 16
 #: the estimate is flagged reliable when the next-lower order's delta differs by at most this (relative)
 RELIABLE = 0.05
-
-
-# --- the Edgeworth expansion ---------------------------------------------------------------------------
-def _hermite(z, n):
-    """[He_0(z), ..., He_n(z)] (probabilists' Hermite polynomials)."""
-    he = [np.ones_like(z), z]
-    for k in range(1, n):
-        he.append(z * he[k] - k * he[k - 1])
-    return he
-
-
-def _cdf_correction(z, g3, g4, g5, order):
-    """h with E_order(z) = Phi(z) - phi(z) h(z) (notes.md 3.4; g_r the standardised cumulants of the sum)."""
-    h = np.zeros_like(z)
-    if order == 0:
-        return h
-    he = _hermite(z, (2, 5, 8)[order - 1])  # the polynomials this order uses
-    h = h + g3 / 6.0 * he[2]
-    if order >= 2:
-        h = h + g4 / 24.0 * he[3] + g3 * g3 / 72.0 * he[5]
-    if order >= 3:
-        h = h + g5 / 120.0 * he[4] + g3 * g4 / 144.0 * he[6] + g3 ** 3 / 1296.0 * he[8]
-    return h
 
 
 def _density_coefficients(k, order):
@@ -92,314 +61,18 @@ def _density_coefficients(k, order):
     return c
 
 
-def _signed_log_sf(z, h):
-    """(log |sf|, sign) of the expansion's survival function Q(z) + phi(z) h(z).
-
-    Above the mean it is phi(z) [R(z) + h(z)], R(z) = sqrt(pi/2) erfcx(z/sqrt 2) the Mills ratio, so the
-    tail keeps its relative accuracy; below it, Q(z) >= 1/2 is summed directly.
-    """
-    z = np.asarray(z, float)
-    if z.shape == (1,):
-        return _signed_log_sf_point(z[0], h[0])
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        upper = z > 0
-        inner = np.where(upper, math.sqrt(math.pi / 2.0) * erfcx(np.where(upper, z, 0.0) / math.sqrt(2.0)) + h, 0.0)
-        direct = np.where(upper, 0.0, ndtr(-z) + np.exp(-0.5 * z * z - LOG_SQRT_2PI) * h)
-        val = np.where(upper, inner, direct)
-        logmag = np.where(upper, -0.5 * z * z - LOG_SQRT_2PI + np.log(np.abs(inner)), np.log(np.abs(direct)))
-    return logmag, np.sign(val)
-
-
-def _signed_log_sf_point(z, h):
-    """``_signed_log_sf`` at one point (the epsilon query's root searches): only the branch it needs, NumPy's
-    ufuncs on float64 scalars (the same floats as on arrays; math's exp and log differ in the last bit)."""
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        if z > 0:
-            val = math.sqrt(math.pi / 2.0) * erfcx(z / math.sqrt(2.0)) + h
-            logmag = -0.5 * z * z - LOG_SQRT_2PI + np.log(np.abs(val))
-        else:
-            val = ndtr(-z) + np.exp(-0.5 * z * z - LOG_SQRT_2PI) * h
-            logmag = np.log(np.abs(val))
-    return np.array([logmag]), np.array([np.sign(val)])
-
-
-def _signed_diff(la, sa, lb, sb):
-    """(log |d|, sign) of d = sa e^la - sb e^lb."""
-    m = np.maximum(la, lb)
-    safe = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(over="ignore", invalid="ignore"):
-        d = sa * np.exp(la - safe) - sb * np.exp(lb - safe)
-    with np.errstate(divide="ignore"):
-        return np.where(np.isfinite(m), safe + np.log(np.abs(d)), -np.inf), np.sign(d)
-
-
-def _from_signed(logmag, sign):
-    with np.errstate(over="ignore"):
-        return sign * np.exp(logmag)
-
-
-# --- one PLLR sequence -----------------------------------------------------------------------------------
-class _Side:
-    """The sum over the composition of one loss under one measure: cumulants and uniform-bound inputs."""
-
-    def __init__(self, parts):
-        vecs = []
-        m = 0
-        for plrv, c in parts:
-            v = np.asarray(plrv.cgf_vector(0.0, 5), float)[1:]
-            if not np.all(np.isfinite(v)):
-                raise NumericalLimitError(
-                    f"the privacy loss of {plrv.mechanism.name} has no finite moments of order <= 5 (heavy tails or "
-                    "an infinite loss with positive probability): the Edgeworth accountant needs them; use "
-                    "method='fft'")
-            vecs.append((plrv, c, v))
-            m += c
-        self.m = m
-        self.kappa = sum(c * v for _, c, v in vecs)  # cumulants 1..5 of the sum
-        s2 = float(self.kappa[1])
-        if not s2 > 0:
-            raise NumericalLimitError("the composed privacy loss (or its finite part) has zero variance: there is "
-                                      "no Edgeworth expansion of a constant; use method='fft' or 'spa'")
-        self.mean, self.sd = float(self.kappa[0]), math.sqrt(s2)
-        self.g = {r: float(self.kappa[r - 1]) / s2 ** (r / 2.0) for r in (3, 4, 5)}
-        self._vecs = vecs
-        self._delta = None
-
-    def uniform_bound(self):
-        """sup_x |F(x) - E_1(x)| <= this (Lemma 4.3 with the explicit remainder), with a quadrature allowance."""
-        if self._delta is None:
-            from .edgeworth_bound import edgeworth_bound
-
-            vecs, m = self._vecs, self.m
-            bbar3 = (self.sd ** 2 / m) ** 1.5
-            k3 = sum(c * plrv.tilted_abs3(0.0) for plrv, c, _ in vecs) / m / bbar3
-            k4 = sum(c * (v[3] + 3.0 * v[1] ** 2) for _, c, v in vecs) / m / bbar3 ** (4.0 / 3.0)
-            k3t = k3 + sum(c * plrv.tilted_abs3(0.0, power=1) * v[1] for plrv, c, v in vecs) / m / bbar3
-            lam3 = float(self.kappa[2]) / m / bbar3
-            k4 = max(k4, 1.0)
-            k3 = max(k3, abs(lam3))
-            b = edgeworth_bound(m, k3 * (1 + BOUND_SLACK_REL), k3t * (1 + BOUND_SLACK_REL), k4 * (1 + BOUND_SLACK_REL),
-                                lam3, iid=len(vecs) == 1)
-            self._delta = b * (1.0 + BOUND_SLACK_REL) + PROB_SLACK
-            self.inputs = {"n": m, "K3": k3, "K3_tilde": k3t, "K4": k4, "lambda3": lam3}
-        return self._delta
-
-    def signed_log_sf(self, x, order):
-        z = (np.asarray(x, float) - self.mean) / self.sd
-        return _signed_log_sf(z, _cdf_correction(z, self.g[3], self.g[4], self.g[5], order))
-
-
-class _Sequence:
-    """One direction: S_Y (the loss under the numerator measure) and S_X (under the other), with the CGF
-    of the numerator side for the Chernoff bounds."""
-
-    def __init__(self, items, direction):
-        self.direction = direction
-        parts = [(m.plrv(direction), c) for m, c in items]
-        # a loss infinite with positive probability (under either measure) has infinite cumulants: the finite parts
-        # (sub-probabilities of masses m_Y, m_X) are expanded instead, normalised, and the composed mass at +inf A
-        # added exactly: delta = A + m_Y P(S_Y > eps) - e^eps m_X P(S_X > eps) (log masses 0 and A = 0 otherwise)
-        if any(p.finite_mass < 1.0 or p.dual.finite_mass < 1.0 for p, _ in parts):
-            parts = [(p.finite_part(), c) for p, c in parts]
-        self.log_mass = {"Y": sum(c * math.log(p.finite_mass) for p, c in parts),
-                         "X": sum(c * math.log(p.dual.finite_mass) for p, c in parts)}
-        self.inf_mass = -math.expm1(self.log_mass["Y"]) if self.log_mass["Y"] < 0.0 else 0.0
-        self.parts = parts
-        self.Y = _Side(parts)
-        self.X = _Side([(p.dual, c) for p, c in parts])
-        self.sup = sum(c * p.support[1] for p, c in parts)
-        self._lines = None
-
-    def K(self, tau):
-        """K_Y(tau) of the sum (inf outside the domain), with a quadrature allowance added."""
-        tot = 0.0
-        for plrv, c in self.parts:
-            v = plrv.cgf_unchecked(tau)
-            if not math.isfinite(v):
-                return math.inf
-            tot += c * v
-        return tot + CGF_SLACK * (1.0 + abs(tot))
-
-    def lines(self):
-        """The Chernoff bounds of this direction's sums (``chernoff.ChernoffLines``; made once, CGF values computed
-        as the bounds ask for them)."""
-        if self._lines is None:
-            self._lines = ChernoffLines(self.K, self.log_mass, {"Y": (self.Y.mean, self.Y.sd ** 2),
-                                                                "X": (self.X.mean, self.X.sd ** 2)})
-        return self._lines
-
-    def chernoff(self, name, x, covered=None):
-        """min over the grid of tilts of the named Chernoff lines at each x (log of a bound; capped at 0):
-        ``"Y"``, ``"X"``, ``"Ylow"``, ``"hs"``; +inf where ``covered`` lets a point go (``chernoff.ChernoffLines``)."""
-        return self.lines().bound(name, np.asarray(x, float), covered)
-
-    def aea(self, eps, order):
-        """(log |delta|, sign) of the AEA of this sequence."""
-        ly, sy = self.Y.signed_log_sf(eps, order)
-        lx, sx = self.X.signed_log_sf(eps, order)
-        ld, sd = _signed_diff(ly + self.log_mass["Y"], sy, lx + self.log_mass["X"] + eps, sx)
-        beyond = eps >= self.sup
-        ld, sd = np.where(beyond, -np.inf, ld), np.where(beyond, 0.0, sd)
-        if self.inf_mass > 0.0:
-            with np.errstate(divide="ignore"):
-                ld, sd = _signed_diff(np.full(ld.shape, math.log(self.inf_mass)), 1.0, ld, -sd)
-        return ld, sd
-
-    def bounds(self, eps, lower=True, upper=True, target=None):
-        """EEAI lower and upper delta, with the Chernoff caps (notes.md 3.5, 3.6): (lo, up), None for the one not
-        asked for.  Each cap is asked only where it can beat the EEAI value it is compared with
-        (``ChernoffLines.bound``'s ``covered``; the same floats: a test with a relative margin of 1e-12 against
-        ulp differences between math and NumPy).
-
-        ``target``: a delta whose side alone is wanted (the epsilon query's grid): a cap is then also skipped where
-        it cannot move a value across ``target`` (``_Margins``), so the values returned may be above the upper
-        curve's (below the lower's) where both are on the same side of ``target``, by more than a margin."""
-        dy, dx = self.Y.uniform_bound(), self.X.uniform_bound()
-        gy = _from_signed(*self.Y.signed_log_sf(eps, 1))
-        gx = _from_signed(*self.X.signed_log_sf(eps, 1))
-        my, lmx = math.exp(self.log_mass["Y"]), self.log_mass["X"]
-        beyond = eps >= self.sup
-        a = self.inf_mass  # the finite part's delta is >= 0 and at most its mass
-        lo = up = None
-        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            # in log space: e^eps times a Chernoff bound that underflows (e^-8000) must not become 0
-            if lower:
-                floor = np.maximum(np.zeros_like(eps), gy - dy)
-                log_gx = np.log(gx + dx)
-                side = _Margins(target, a, my, np.exp(eps + lmx + log_gx))
-                sy_lo = np.maximum(floor, -np.expm1(self.chernoff(
-                    "Ylow", eps, lambda c, r: -math.expm1(c) <= _lo(side.lower_y(floor, r)))))
-                # where sy_lo is 0, lo = -e^(...) <= 0 whatever S_X's cap: it is asked only where sy_lo > 0
-                cap_x, need = np.full(eps.shape, np.inf), sy_lo > 0.0
-                if need.any():
-                    th = side.lower_x(log_gx, sy_lo, eps + lmx)[need]
-                    cap_x[need] = self.chernoff("X", eps[need], lambda c, r: c >= np.max(th[r]))
-                log_sx_up = np.minimum(log_gx, cap_x)
-                lo = my * sy_lo - np.exp(eps + lmx + log_sx_up)
-                lo = np.where(beyond, 0.0, np.maximum(lo, 0.0))
-                lo = lo if a == 0.0 else a + lo
-            if upper:
-                cap = np.minimum(np.ones_like(eps), gy + dy)
-                xt = np.exp(eps + lmx + np.log(np.maximum(gx - dx, 0.0)))
-                # with a target, the points past the tilted moment bound's ceiling are below it (0 stands for them)
-                k = _Margins(target, a, my, xt).undecided(eps, self.lines())
-                side = _Margins(target, a, my, xt[k])
-                e, cap, xt = eps[k], cap[k], xt[k]
-                sy_up = np.minimum(cap, np.exp(self.chernoff(
-                    "Y", e, lambda c, r: math.exp(c) >= _hi(side.upper_y(cap, r)))))
-                u = my * sy_up - xt
-                kept = side.upper_hs(u)
-                test = (lambda c, r: my * math.exp(c) >= _hi(kept[r])) if my > 0.0 else None
-                up = np.zeros(eps.shape)
-                up[k] = np.minimum(np.minimum(u, my * np.exp(self.chernoff("hs", e, test))), 1.0)
-                up = np.where(beyond, 0.0, np.maximum(up, 0.0))
-                up = up if a == 0.0 else np.minimum(a + up, 1.0)
-        return lo, up
-
-    def eps_ceiling(self, delta):
-        """An epsilon at which the tilted moment bound is <= delta (inf when the CGF is nowhere finite)."""
-        rest = (delta - self.inf_mass) / math.exp(self.log_mass["Y"])  # the normalised finite part's share
-        if not rest > 0.0:
-            return math.inf
-        return float(min(self.lines().ceiling(math.log(rest)), self.sup))
-
-
-class _Margins:
-    """Where only the side of a target delta matters (``_Sequence.bounds``' ``target``): the values below which a
-    Chernoff cap cannot move a curve's value across it, per point r.  With t = target - A (A the mass at +inf) and
-    a margin m_r = 1e-9 t + 1e-14 (1 + s_r) (s_r the curve's subtracted term e^eps m_X P(S_X > eps), whose rounding
-    it covers), a cap is skipped where:
-
-    * ``"Y"`` (upper curve, m_Y P(S_Y > eps) - s <= m_Y cap - s): e^c >= (t + 2 m + s) / m_Y (the value, capped or
-      not, stays >= t + 2 m);
-    * ``"hs"`` (the upper curve's tilted moment bound, a min): m_Y e^c >= t + m (the min stays >= t + m);
-    * ``"Ylow"`` (lower curve, m_Y max(floor, 1 - e^c) - s with s >= 0): 1 - e^c <= (t - m) / m_Y (the value,
-      raised or not, stays <= t - m whatever S_X's cap);
-    * ``"X"`` (lower curve, m_Y sy - e^(eps + l_X + min(log gx, c))): c >= log(m_Y sy - t + 2 m) - eps - l_X
-      (stays <= t - m).
-
-    and past the tilted moment bound's ceiling (``undecided``) the upper curve is below t whatever its caps.
-    Without a target (or t <= 0: the mass at +inf alone reaches it) the thresholds are the EEAI values (the caps
-    are then skipped only where they change nothing)."""
-
-    def __init__(self, target, inf_mass, my, subtracted):
-        t = None if target is None else target - inf_mass
-        self.t = t if t is not None and t > 0.0 else None
-        self.my = my
-        if self.t is not None:
-            self.m = 1e-9 * self.t + 1e-14 * (1.0 + subtracted)
-            self.s = subtracted
-
-    def undecided(self, eps, lines):
-        """The indices of the points not known to be below the target: all of them, or (with a target) those up
-        to a little past the tilted moment bound's ceiling (where its line at the ceiling's tilt, of slope >= 1e-3,
-        has dropped 1e-7 below log(t / m_Y), so m_Y e^c < t - m whatever the other caps)."""
-        if self.t is None or not self.my > 0.0:
-            return np.arange(eps.size)
-        c = lines.ceiling(math.log(self.t / self.my))
-        return np.nonzero(~(eps > c + 1e-4 * (1.0 + abs(c))))[0]
-
-    def upper_y(self, cap, r):
-        if self.t is None:
-            return cap[r]
-        return np.minimum(cap[r], (self.t + 2.0 * self.m[r] + self.s[r]) / self.my)
-
-    def upper_hs(self, up):
-        return up if self.t is None else np.minimum(up, self.t + self.m)
-
-    def lower_y(self, floor, r):
-        if self.t is None:
-            return floor[r]
-        return np.maximum(floor[r], (self.t - self.m[r]) / self.my)
-
-    def lower_x(self, log_gx, sy, shift):
-        if self.t is None:
-            return log_gx
-        with np.errstate(divide="ignore"):  # -inf where the lower curve is below t - m whatever the cap
-            return np.minimum(log_gx, np.log(np.maximum(self.my * sy - self.t + 2.0 * self.m, 0.0)) - shift)
-
-
-def _hi(v):
-    """The largest of v, moved up by a relative 1e-12 (a test that a Chernoff value beats none of v)."""
-    m = float(np.max(v))
-    return m + 1e-12 * abs(m)
-
-
-def _lo(v):
-    """The smallest of v, moved down by a relative 1e-12; nan unless it is positive (then nothing is covered)."""
-    m = float(np.min(v))
-    return m * (1.0 - 1e-12) if m > 0.0 else math.nan
-
-
-_SEQUENCES = OrderedDict()
-
-
-def _sequences(items):
-    """The two sequences of a composition (a small LRU cache: calibration loops query the same one)."""
-    key = tuple((id(m), c) for m, c in items)
-    hit = _SEQUENCES.get(key)
-    if hit is not None and all(a is m for a, (m, _) in zip(hit[0], items)):
-        _SEQUENCES.move_to_end(key)
-        return hit[1]
-    seqs = [_Sequence(items, d) for d in DIRECTIONS]
-    _SEQUENCES[key] = ([m for m, _ in items], seqs)
-    while len(_SEQUENCES) > _CACHE_SIZE:
-        _SEQUENCES.popitem(last=False)
-    return seqs
-
-
 # --- plain (untilted) answers ------------------------------------------------------------------------------
 def _estimate(seqs, eps, order):
     """The AEA delta at each eps, max over the sequences (may be negative where the expansion is)."""
     est = np.full(eps.shape, -np.inf)
     for s in seqs:
-        est = np.maximum(est, _from_signed(*s.aea(eps, order)))
+        est = np.maximum(est, from_signed(*s.aea(eps, order)))
     return est
 
 
 def _bound_curves(seqs, eps, lower=True, upper=True, target=None):
     """(lower, upper) delta curves at each eps, max over the sequences; None for the one not asked for.  With a
-    ``target`` delta the values are exact only on their side of it (``_Sequence.bounds``)."""
+    ``target`` delta the values are exact only on their side of it (``Sequence.bounds``)."""
     lo = np.zeros(eps.shape) if lower else None
     up = np.zeros(eps.shape) if upper else None
     for s in seqs:
@@ -440,7 +113,7 @@ def _plain_details(seqs, order):
 
 
 def _plain_delta(items, eps, order):
-    seqs = _sequences(items)
+    seqs = sequences(items)
     est, lo, up = _curves(seqs, eps, order)
     neg = est < 0
     other = _estimate(seqs, eps, _neighbour(order))
@@ -491,7 +164,7 @@ def _last_above(lower_at, a, b, d, points=31):
 
 
 def _plain_epsilon(items, d, order):
-    seqs = _sequences(items)
+    seqs = sequences(items)
     hi = max(s.eps_ceiling(d) for s in seqs)
     finite = math.isfinite(hi)
     if not finite:
@@ -500,7 +173,7 @@ def _plain_epsilon(items, d, order):
     grid = np.concatenate((np.linspace(0.0, hi, 401), [hi * 1.5 + 1.0]))
     past = hi + 1e-4 * (1.0 + hi) if finite else grid[-1]
     est = _estimate(seqs, grid, order)
-    # the bounds' sides of d only (``_Sequence.bounds``' target); the lower curve at 0 first: where it is <= d there
+    # the bounds' sides of d only (``Sequence.bounds``' target); the lower curve at 0 first: where it is <= d there
     # the lower bound is 0 and the rest of that curve is not needed
     lo = _bound_curves(seqs, grid[:1], upper=False, target=d)[0]
     if not lo[0] <= d:
@@ -571,7 +244,7 @@ def _tilted_log_delta(vec, t, eps, order):
     x = c + u
     poly = np.ones_like(x)
     if coef:
-        he = _hermite(x, max(coef))
+        he = hermite(x, max(coef))
         for j, cj in coef.items():
             poly = poly + cj * he[j]
     f = np.exp(-a * u - 0.5 * x * x - e_star) * -np.expm1(-s * u) * poly

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import mechkit as mk
 from mechkit.accountants import chernoff as ch
 from mechkit.accountants import edgeworth as ew
+from mechkit.accountants import edgeworth_sequence as es
 
 NAMES = ("Y", "X", "Ylow", "hs")
 
@@ -36,7 +37,7 @@ def _compositions():
 def _run(i):
     """Composition i, its two sequences and each sequence's full table of lines (the eager reference)."""
     runs = _compositions()
-    seqs = ew._sequences(runs[i])
+    seqs = es.sequences(runs[i])
     tables = []
     for s in seqs:
         t = ch.TILTS
@@ -91,7 +92,7 @@ def test_an_epsilon_query_computes_a_part_of_the_table():
     # the point of the lazy lines: a cold epsilon query evaluates the CGF at fewer tilts than the three full tables
     run = [(mk.subsample(mk.gaussian(sigma=1.1), 0.01), 1000), (mk.laplace(11.0), 20)]
     seen = []
-    seqs = ew._sequences(run)
+    seqs = es.sequences(run)
     for s in seqs:
         k = s.K
         s.K = lambda tau, k=k, d=s.direction: seen.append((d, tau)) or k(tau)
@@ -128,8 +129,8 @@ def test_first_rising_finds_the_first_minimiser(n, centre2, curv, guess, inf_fro
 def _eager_bounds(s, table, eps):
     """The EEAI bounds with every Chernoff cap taken at every point (the accountant's former code)."""
     dy, dx = s.Y.uniform_bound(), s.X.uniform_bound()
-    gy = ew._from_signed(*s.Y.signed_log_sf(eps, 1))
-    gx = ew._from_signed(*s.X.signed_log_sf(eps, 1))
+    gy = es.from_signed(*s.Y.signed_log_sf(eps, 1))
+    gx = es.from_signed(*s.X.signed_log_sf(eps, 1))
     sy_up = np.minimum.reduce([np.ones_like(eps), gy + dy, np.exp(_eager(table, "Y", eps))])
     sy_lo = np.maximum.reduce([np.zeros_like(eps), gy - dy, -np.expm1(_eager(table, "Ylow", eps))])
     sx_lo = np.maximum(gx - dx, 0.0)
@@ -283,7 +284,7 @@ def test_a_cap_skipped_for_a_target_leaves_the_value_on_its_side(my, t, s, cap, 
     # ``_Margins``' thresholds in floating point: a cap value c at (a few ulps, or a relative 1e-3, beside) the
     # threshold, skipped by the test ``bounds`` applies, leaves the value the cap would give on the same side of
     # t with the margin m (Y: >= t + m; Ylow and X: <= t - m) wherever the cap would have changed it
-    side = ew._Margins(t, 0.0, my, np.array([s]))
+    side = es._Margins(t, 0.0, my, np.array([s]))
     m = float(side.m[0])
     r = np.array([0])
 
@@ -291,11 +292,11 @@ def test_a_cap_skipped_for_a_target_leaves_the_value_on_its_side(my, t, s, cap, 
         return float(v) * (1.0 + rel) * (1.0 + ulps * 2.0 ** -52)
 
     ec = near(side.upper_y(np.array([cap]), r)[0])  # Y: e^c
-    if math.exp(math.log(ec)) >= ew._hi(side.upper_y(np.array([cap]), r)) and math.exp(math.log(ec)) < cap:
+    if math.exp(math.log(ec)) >= es._hi(side.upper_y(np.array([cap]), r)) and math.exp(math.log(ec)) < cap:
         assert my * math.exp(math.log(ec)) - s >= t + m
     floor = np.array([sy * 0.5])
     one_minus = near(side.lower_y(floor, r)[0])  # Ylow: 1 - e^c
-    if one_minus <= ew._lo(side.lower_y(floor, r)) and one_minus > floor[0]:
+    if one_minus <= es._lo(side.lower_y(floor, r)) and one_minus > floor[0]:
         assert my * one_minus <= t - m
     shift = math.log(1.0 + s)  # X: eps + l_X, with log gx above the threshold
     lg = np.array([5.0])

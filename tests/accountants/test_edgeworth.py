@@ -25,6 +25,7 @@ from scipy.stats import binom, norm
 
 import mechkit as mk
 from mechkit.accountants import edgeworth as ew
+from mechkit.accountants import edgeworth_sequence as es
 from mechkit.errors import ParameterError
 from tests.helpers import Reached
 from tests.references import contour_mix as C
@@ -279,7 +280,7 @@ def _sg_loss(z, p, mu):
 def test_moments_against_quadrature_in_the_gaussian_coordinate(p, sigma):
     # X = f(Z), Z ~ N(0, 1) (the dual, sequence 1 of Lemma 3.3); Y = f(Z) with Z ~ (1-p) N(0,1) + p N(mu, 1)
     mu = 1.0 / sigma
-    seq = ew._Sequence([(sg(p, sigma), 1)], "remove")
+    seq = es.Sequence([(sg(p, sigma), 1)], "remove")
 
     def moment(h, shift_weight, kink=None):
         def dens(z):
@@ -307,9 +308,9 @@ def test_one_point_tail_is_the_same_floats_as_in_an_array(pts):
     # the root searches evaluate one point at a time on their own path (the branch the point needs, NumPy scalars)
     z = np.array([p for p, _ in pts] + [0.0])  # z = 0 exactly: the lower branch
     h = np.array([q for _, q in pts] + [0.5])
-    logmag, sign = ew._signed_log_sf(z, h)
+    logmag, sign = es._signed_log_sf(z, h)
     for i in range(z.size):
-        one = ew._signed_log_sf(z[i:i + 1], h[i:i + 1])
+        one = es._signed_log_sf(z[i:i + 1], h[i:i + 1])
         assert np.array_equal(one[0], logmag[i:i + 1]) and np.array_equal(one[1], sign[i:i + 1]), (z[i], h[i])
 
 
@@ -337,7 +338,7 @@ def test_chernoff_bounds_are_valid_and_at_least_as_tight_as_prop_4_5():
     p, m = 0.1, 400
     run = [(mk.subsample(mk.laplace(1.0), p), m)]
     tau = math.log(1 - p + p * math.e) - math.log(1 - p + p / math.e)
-    seqs = [ew._Sequence(run, d) for d in ("remove", "add")]
+    seqs = [es.Sequence(run, d) for d in ("remove", "add")]
     eta = -max(s.X.mean for s in seqs) / m
     assert eta > 0
     x = np.linspace(0.5, 6.0, 12)
@@ -347,7 +348,7 @@ def test_chernoff_bounds_are_valid_and_at_least_as_tight_as_prop_4_5():
         assert np.all(ours <= prop45 + 1e-12)
         assert np.all(ours < prop45 - 0.1)  # strictly tighter here
     # validity on an exact law: a Gaussian sum, X ~ N(-k mu^2/2, k mu^2)
-    g = ew._Sequence([(mk.gaussian(1.0), 30)], "remove")
+    g = es.Sequence([(mk.gaussian(1.0), 30)], "remove")
     xs = np.linspace(-10, 40, 26)
     assert np.all(g.chernoff("X", xs) >= norm.logsf(xs, -15.0, math.sqrt(30)) - 1e-9)
     assert np.all(g.chernoff("Y", xs) >= norm.logsf(xs, 15.0, math.sqrt(30)) - 1e-9)
@@ -360,7 +361,7 @@ def test_chernoff_is_at_least_as_tight_as_theorem_1():
     # term of tau^2 is left out: it can only enlarge the bound, so this reference is at least as tight.
     p, sigma, m = 0.05, 1.0, 500
     mu = 1.0 / sigma
-    seq = ew._Sequence([(sg(p, sigma), m)], "remove")
+    seq = es.Sequence([(sg(p, sigma), m)], "remove")
     ex = seq.X.mean / m
 
     def ex_tilde(a):
