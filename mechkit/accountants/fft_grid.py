@@ -493,22 +493,10 @@ class _Amplification:
             W = self.exact.size
             e[:W] = self.T[:W] + (2.0 * k * fft_dft.GAMMA_DD + 0.5 * MACHINE_EPS) * self.exact * (1.0 + MACHINE_EPS)
         l1 = math.sqrt(2.0 * float(np.einsum("i,i->", e, e)))  # the half spectrum counted twice (upper bound)
-        by_parts = float(e[0]) + 2.0 / N * float(np.sum(e[1:] / _sines(N, e.size)))
+        w = np.arange(1, e.size, dtype=float)
+        by_parts = float(e[0]) + 2.0 / N * float(np.sum(e[1:] / np.sin(np.pi / N * w)))
         inverse = self.c * math.sqrt(N) * math.sqrt(float(np.einsum("i,i->", composed, composed)))  # no BLAS, as above
         return min(l1, by_parts) + inverse + 8.0 * MACHINE_EPS
-
-
-_SINES = {}
-
-
-def _sines(N, size):
-    """sin(pi w / N) for w = 1 .. size - 1 (``_Amplification.error_bound``; the last circle's, kept: a query asks
-    for it four times, two directions and two bounds)."""
-    got = _SINES.get((N, size))
-    if got is None:
-        _SINES.clear()
-        got = _SINES[(N, size)] = np.sin(np.pi / N * np.arange(1, size, dtype=float))
-    return got
 
 
 def power(f, count):
