@@ -145,21 +145,44 @@ def _last_crossing(f, grid, vals, target):
     return optimize.brentq(lambda e: f(e) - target, grid[i], grid[i + 1], xtol=1e-13, rtol=1e-15)
 
 
-def _last_above(lower_at, a, b, d, points=31):
+def _first_below(sides, pts, d):
+    """(the index of the first of ``pts`` where the lower curve, the max of the directions' ``sides`` (each an array
+    of points -> that direction's lower curve), is <= d, or None; the index of a direction that was above d where
+    the first one was not, or None).  The first direction is asked at every point, the others at its first point <=
+    d alone, and at its other such points only where one of them is above d there (a point is above d where any
+    direction is: its delta is at least that direction's lower bound)."""
+    cand = np.nonzero(~(sides[0](pts) > d))[0]
+    if not cand.size:
+        return None, None
+    for k in range(1, len(sides)):
+        if sides[k](pts[cand[:1]])[0] > d:
+            break
+    else:
+        return int(cand[0]), None
+    cand = cand[1:]
+    for f in sides[1:]:
+        if cand.size:
+            cand = cand[~(f(pts[cand]) > d)]
+    return (int(cand[0]) if cand.size else None), k
+
+
+def _last_above(sides, a, b, d, points=31):
     """A point of [a, b) where the lower curve is > d, within 1e-11 (1 + x) of a point of (a, b] where it is <= d
-    (given > d at a and <= d at b): the bracket cut in ``points`` + 1 at each round, all points of a round in one
-    call of ``lower_at`` (an array of points), the first of them <= d its new right end.  A section search rather
-    than a secant method's: near its drop the curve's side of d jitters with rounding (~1e-11 wide), where a
-    secant method falls back to one point at a time; a finer tolerance would only place the point within that
-    jitter."""
+    (given > d at a and <= d at b): the bracket cut in ``points`` + 1 at each round, the first of them <= d
+    (``_first_below``) its new right end.  A section search rather than a secant method's: near its drop the curve's
+    side of d jitters with rounding (~1e-11 wide), where a secant method falls back to one point at a time; a finer
+    tolerance would only place the point within that jitter.  A direction found above d where the first one asked
+    was not is asked first from the next round on (near the drop one direction usually decides)."""
+    sides = list(sides)
     while b - a > 1e-11 * (1.0 + abs(b)):
         pts = np.linspace(a, b, points + 2)[1:-1]
-        below = np.nonzero(~(lower_at(pts) > d))[0]
-        if below.size:
-            j = int(below[0])
+        j, lead = _first_below(sides, pts, d)
+        if j is not None:
             a, b = (pts[j - 1] if j else a), pts[j]
         else:
             a = pts[-1]
+        if lead is not None:
+            sides.insert(0, sides.pop(lead))
     return float(a)
 
 
@@ -200,7 +223,7 @@ def _plain_epsilon(items, d, order):
         e_lo = 0.0 if below.size else math.inf
     else:
         i = int(below[0])
-        e_lo = _last_above(lambda e: _bound_curves(seqs, e, upper=False)[0], grid[i - 1], grid[i], d)
+        e_lo = _last_above([lambda e, s=s: s.bounds(e, upper=False)[0] for s in seqs], grid[i - 1], grid[i], d)
     if not math.isfinite(val):
         val = e_up
     details = _plain_details(seqs, order)

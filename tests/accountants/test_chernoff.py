@@ -304,3 +304,37 @@ def test_a_cap_skipped_for_a_target_leaves_the_value_on_its_side(my, t, s, cap, 
     c = near(th) if math.isfinite(th) else -math.inf
     if c >= th and c < lg[0]:
         assert my * sy - math.exp(shift + c) <= t - m
+
+
+@settings(max_examples=5 * settings.default.max_examples)  # cheap arithmetic
+@given(st.lists(st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0]), min_size=8, max_size=8), min_size=1, max_size=3))
+def test_first_below_is_the_first_point_where_every_direction_is(rows):
+    # the lower curve's section search asks the directions lazily (``_first_below``): the first point where the max
+    # over the directions is <= d (d = 1, ties included), as asking all of them everywhere finds it; a direction
+    # that rejected the first direction's candidate is named (then asked first)
+    vals = np.array(rows)
+    pts = np.arange(8.0)
+    sides = [lambda x, v=v: v[x.astype(int)] for v in vals]
+    below = np.nonzero(~(vals.max(axis=0) > 1.0))[0]
+    j, lead = ew._first_below(sides, pts, 1.0)
+    assert j == (int(below[0]) if below.size else None)
+    first = np.nonzero(~(vals[0] > 1.0))[0]
+    if lead is not None:
+        assert first.size and vals[lead][first[0]] > 1.0
+
+
+def test_last_above_is_certified_above_and_next_to_a_point_below():
+    # a lower curve made of two directions, each a step with a deterministic rounding-like jitter just past its
+    # drop: the point returned is above d in some direction, and within the tolerance of a point where both are <= d
+    def side(drop, scale):
+        def f(x):
+            x = np.asarray(x, float)
+            jitter = (np.floor(x * 1e13) % 3 == 0) & (x >= drop) & (x - drop < 1e-10)
+            return np.where(x < drop, 2.0, 0.5) + np.where(jitter, scale, 0.0)
+        return f
+
+    for drops in ((0.3, 0.7), (0.7, 0.3), (0.5, 0.5)):
+        sides = [side(drops[0], 1.0), side(drops[1], 0.0)]
+        a = ew._last_above(sides, 0.0, 1.0, 1.0)
+        assert max(float(f(np.array([a]))[0]) for f in sides) > 1.0
+        assert max(drops) - 1e-10 - 2e-11 <= a <= max(drops) + 1e-10
