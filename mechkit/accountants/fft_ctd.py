@@ -410,9 +410,10 @@ class CTDComposed:
                 f"rounding, tails and wrap-around); the smallest certifiable delta with these settings is about "
                 f"{inf_mass + 2 * slack:.2g}."
                 "  For tiny delta use a method that works in log space (the saddle-point accountant, method='spa').")
-        up = max(u.epsilon(d - u.slack) for u, _ in pairs)
+        # each curve's larger target first (a scan for the smaller one then starts at its answer: DiscreteCurve)
         lo = max(max(0.0, w.epsilon(min(d + w.slack, 1.0))) for _, w in pairs)
         at_d = [(u.epsilon(d), w.epsilon(d)) for u, w in pairs]
+        up = max(u.epsilon(d - u.slack) for u, _ in pairs)
         val = max((2.0 * u + w) / 3.0 for u, w in at_d)
         details = self.details()
         # the discretisation's part of the width (the allowances' part is the curve's own slope over them)

@@ -209,7 +209,7 @@ class DiscreteCurve:
         # rounding; Neumaier's stays at a few units plus N u^2)
         p = np.ascontiguousarray(pmf, dtype=float)
         self.size = p.size
-        self._Dm, self._scans = None, 0
+        self._Dm, self._scans, self._scanned = None, 0, None
         self.d1, self.ld2 = _fs.suffix_sums(p, self.y)
         self.sum_error = (4.0 * MACHINE_EPS + 2.0 * p.size * MACHINE_EPS ** 2) * float(np.sum(np.abs(p))) \
             + 4.0 * MACHINE_EPS
@@ -250,16 +250,20 @@ class DiscreteCurve:
         # delta at each support point (``fft_sums._support_delta``) from the last one <= 0 on (epsilon >= 0 needs no
         # lower one; far below 0 the suffix sums of p e^{-y} are the pmf's rounding noise times e^{|y|}); the answer
         # is at the first support point with D <= target.  The first SCANS queries scan for it (a query of the FFT
-        # composer asks each curve twice); the next makes the running minimum of D (searched by bisection from then
-        # on), after composition (so not part of the memory peak)
+        # composer asks each curve twice, the larger target first: a smaller one's scan starts at the larger one's
+        # answer, every point before it having D above both); the next makes the running minimum of D (searched by
+        # bisection from then on), after composition (so not part of the memory peak)
         if self._Dm is None:
             i0 = max(int(self._count_le(0.0)) - 1, 0)
-            args = (self.d1, self.ld2, self.first, self.step, self.shift, i0)
             if self._scans < SCANS:
                 self._scans += 1
-                j = _fs.first_at_most(*args, target)
+                start = i0
+                if self._scanned is not None and target <= self._scanned[0]:
+                    start = max(i0, self._scanned[1])
+                j = _fs.first_at_most(self.d1, self.ld2, self.first, self.step, self.shift, start, target)
+                self._scanned = (target, j)
             else:
-                self._Dm = (i0, _fs.running_min_delta(*args))
+                self._Dm = (i0, _fs.running_min_delta(self.d1, self.ld2, self.first, self.step, self.shift, i0))
         if self._Dm is not None:
             i0, Dm = self._Dm
             j = i0 + int(np.searchsorted(-Dm, -target, side="left"))
@@ -288,7 +292,7 @@ def curve_restore(meta, key, floats, arrays):
     c.ld2 = np.ascontiguousarray(arrays[f"{key}_ld2"], dtype=float)
     if c.d1.shape != (c.size + 1,) or c.ld2.shape != (c.size + 1,):
         raise ValueError(f"the {key} curve's arrays do not have {c.size + 1} entries")
-    c._Dm, c._scans = None, 0
+    c._Dm, c._scans, c._scanned = None, 0, None
     return c
 
 

@@ -84,3 +84,20 @@ def test_the_scanning_queries_and_the_running_minimums_agree_with_a_plain_search
         d = float(c.delta(top[min(int(u * top.size), top.size - 1)]))
         assert c.epsilon(d) == _plain_epsilon(c, d)
     assert c._Dm is not None  # the later queries searched the running minimum
+
+
+@given(st.integers(0, 2**32 - 1), st.floats(0.05, 2.0), st.integers(50, 3000), st.floats(0.05, 0.9),
+       st.sampled_from([0.0, 1e-12, 1e-9, 1e-3, 0.3]), st.sampled_from([0.0, 1e-9]))
+def test_a_smaller_target_scanned_after_a_larger_one_is_the_plain_search(seed, step, size, where, gap, inf_mass):
+    """The FFT composer asks each curve for a larger target, then a smaller one (delta and delta minus the curve's
+    allowance, or delta plus it and delta): the second scan starts at the first one's answer.  Both equal the plain
+    search, for targets equal, a rounding apart, or far apart; a scan started past a point where D is at most the
+    smaller target would not."""
+    rng = np.random.default_rng(seed)
+    p = rng.random(size) ** 4 + rng.normal(0.0, 1e-17, size)
+    p /= p.sum()
+    c = DiscreteCurve(-size // 3, step, 0.123, p, inf_mass)
+    top = c.y[c.y > 0.0]
+    d = float(c.delta(top[min(int(where * top.size), top.size - 1)]))
+    for target in (d, d * (1.0 - gap), d * (1.0 - gap) ** 2):
+        assert c.epsilon(target) == _plain_epsilon(c, target)
