@@ -52,16 +52,26 @@ def test_suffix_sums_against_exact_sums(h, first):
     assert np.max(np.abs(ld2[fin] - r2[fin])) <= tol
 
 
+def _exp(v):
+    """math.exp, +inf where it overflows (as in compiled code)."""
+    try:
+        return math.exp(v)
+    except OverflowError:
+        return math.inf
+
+
 def _plain_epsilon(c, delta):
-    """``DiscreteCurve.epsilon`` by its definition, every support point's delta computed (the former search)."""
+    """``DiscreteCurve.epsilon`` by its definition, every support point's delta computed (the former search), with
+    the C library's exp as the compiled passes take it (NumPy's vectorised exp may differ in the last bit, which
+    decides a delta asked exactly at a support point's value)."""
     if delta <= c.inf_mass:
         return math.inf
     target = (delta - c.inf_mass) / (1.0 - c.inf_mass)
     if c.delta_fin(0.0) <= target:
         return 0.0
     i0 = max(int(c._count_le(0.0)) - 1, 0)
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        D = c.d1[i0 + 1:] - np.exp(c.y[i0:] + c.ld2[i0 + 1:])
+    y = c.y[i0:] + c.ld2[i0 + 1:]
+    D = c.d1[i0 + 1:] - np.array([_exp(v) for v in y.tolist()])
     hit = np.flatnonzero(np.minimum.accumulate(D) <= target)
     j = min(i0 + (int(hit[0]) if hit.size else D.size), c.size - 1)
     if c.ld2[j] == -math.inf:
