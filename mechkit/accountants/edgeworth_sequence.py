@@ -206,8 +206,9 @@ class Sequence:
         ulp differences between math and NumPy).
 
         ``target``: a delta whose side alone is wanted (the epsilon query's grid): a cap is then also skipped where
-        it cannot move a value across ``target`` (``_Margins``), so the values returned may be above the upper
-        curve's (below the lower's) where both are on the same side of ``target``, by more than a margin."""
+        it cannot move a value across ``target``, and the upper curve is 0 past the tilted moment bound's ceiling
+        (``_Margins``), so a value returned may differ from the curve's, either way, where both are on the same side
+        of ``target`` by more than a margin."""
         dy, dx = self.Y.uniform_bound(), self.X.uniform_bound()
         gy = from_signed(*self.Y.signed_log_sf(eps, 1))
         gx = from_signed(*self.X.signed_log_sf(eps, 1))
