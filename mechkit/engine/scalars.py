@@ -91,6 +91,8 @@ def sgn(u):
 
 @njit(cache=True, error_model="numpy")
 def cumulants_from_central(m2, m3, m4, m5, m6):
-    """Cumulants 2..6 from central moments 2..6 (for the tilted moments; ``laws.core`` has a Python twin, the same
-    floats, for the CGF's quadrature: compiled lazily, not at the engine's import)."""
-    return (m2, m3, m4 - 3.0 * m2 * m2, m5 - 10.0 * m3 * m2, m6 - 15.0 * m4 * m2 - 10.0 * m3 * m3 + 30.0 * m2 ** 3)
+    """Cumulants 2..6 from central moments 2..6.  Compiled lazily, by the tilted moments; the CGF's quadrature calls
+    its Python function (``.py_func``) for its few calls, without the compilation: products only (a power would be
+    libm's pow in Python, Numba's repeated multiplication compiled), so both give the same floats."""
+    k6 = m6 - 15.0 * m4 * m2 - 10.0 * m3 * m3 + 30.0 * (m2 * m2 * m2)
+    return (m2, m3, m4 - 3.0 * m2 * m2, m5 - 10.0 * m3 * m2, k6)

@@ -378,14 +378,6 @@ def _atom_terms(at, tau):
     return w[keep], v[keep]
 
 
-def cumulants_from_central(m2, m3, m4, m5, m6):
-    """Cumulants 2..6 from central moments 2..6, in Python: the engine's compiled ``cumulants_from_central`` (the
-    same operations in the same order, so the same floats; tests/laws/test_cumulants_twin.py) without its compilation
-    (~0.4 s on a cold cache) for the few calls of a CGF quadrature."""
-    k6 = m6 - 15.0 * m4 * m2 - 10.0 * m3 * m3 + 30.0 * (m2 * m2 * m2)
-    return (m2, m3, m4 - 3.0 * m2 * m2, m5 - 10.0 * m3 * m2, k6)
-
-
 def combine_cgf(parts, at, tau, order, central_pass, vector=False, abs_power=0):
     """Combine continuous-part integrals (log-shift, I0, I1) and atoms into K^(order)(tau).
 
@@ -425,7 +417,8 @@ def combine_cgf(parts, at, tau, order, central_pass, vector=False, abs_power=0):
     cm = cen / I0
     full = np.zeros(7)
     full[: order + 1] = cm[: order + 1]
-    ks = cumulants_from_central(full[2], full[3], full[4], full[5], full[6])
+    # the engine's function run as Python (the same floats as compiled): no compilation for these few calls
+    ks = N.cumulants_from_central.py_func(full[2], full[3], full[4], full[5], full[6])
     if vector:
         return np.concatenate(([K0, mu], ks[: order - 1]))
     return ks[order - 2]
