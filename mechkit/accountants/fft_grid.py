@@ -26,7 +26,6 @@ import math
 
 import numpy as np
 import scipy.fft as sfft
-from scipy import integrate
 
 from ..errors import NumericalLimitError, ParameterError, check_finite_real
 from ..relations import DIRECTIONS
@@ -184,6 +183,8 @@ def discretise(plrv, grid, tau=0.0):
 def _tail_integral(f, a, b):
     if not b > a:
         return 0.0
+    from scipy import integrate  # here: SciPy's integrate imports its optimize, ~0.2 s
+
     val, err = integrate.quad(lambda u: float(f(u)), a, b, limit=200, epsabs=1e-15, epsrel=1e-10)
     return val
 

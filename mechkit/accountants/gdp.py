@@ -11,7 +11,6 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
 from ..engine.logspace import log1mexp
@@ -134,6 +133,8 @@ def epsilon(mu: float, delta: float) -> float:
     while f(hi) > 0:
         hi *= 2.0
     g = lambda e: f(e) if math.isfinite(f(e)) else -1e300
+    from scipy.optimize import brentq  # here: SciPy's optimize costs every query's process ~0.2 s of imports
+
     return float(brentq(g, 0.0, hi, xtol=1e-14, rtol=8.9e-16, maxiter=500))
 
 

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import minimize_scalar
 
 from ..errors import ParameterError, check_finite_real
 from ..estimate import Estimate
@@ -118,6 +117,8 @@ def epsilon(items: Sequence[tuple[Mechanism, int]], delta: float, direction: str
         hi = grid[min(i + 1, len(vals) - 1)]
         e, a = vals[i], grid[i]
         if refine and hi > lo and math.isfinite(e):
+            from scipy.optimize import minimize_scalar  # here: SciPy's optimize costs ~0.2 s of imports
+
             r = minimize_scalar(lambda la: f(math.exp(la)), bounds=(math.log(lo), math.log(hi)), method="bounded",
                                 options={"xatol": 1e-6})
             if r.fun < e:
