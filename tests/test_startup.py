@@ -272,26 +272,26 @@ def test_a_report_read_with_an_earlier_one_is_seen_without_blocking(monkeypatch)
 
 
 def test_the_code_version_is_kept_beside_a_hash_of_the_sources(tmp_path, monkeypatch):
-    """``codegen.code_version`` parses the sources once per cache: a later process with the same bytes reads the
+    """``entries.code_version`` parses the sources once per cache: a later process with the same bytes reads the
     memo (a planted answer proves it is read), one with other bytes or a damaged memo parses again."""
-    from mechkit.symbolic import codegen
+    from mechkit.symbolic import entries
     monkeypatch.setenv("MECHKIT_CACHE_DIR", str(tmp_path))
-    codegen.code_version.cache_clear()
+    entries.code_version.cache_clear()
     try:
-        true = codegen.code_version()
+        true = entries.code_version()
         memo = tmp_path / "code-version.json"
         got = json.loads(memo.read_text())
         assert got["version"] == true and len(got["raw"]) == 64
         memo.write_text(json.dumps({"raw": got["raw"], "version": "planted"}))
-        codegen.code_version.cache_clear()
-        assert codegen.code_version() == "planted"
+        entries.code_version.cache_clear()
+        assert entries.code_version() == "planted"
         for damaged in (json.dumps({"raw": "0" * 64, "version": "planted"}), "{not json", json.dumps({"raw": 1})):
             memo.write_text(damaged)
-            codegen.code_version.cache_clear()
-            assert codegen.code_version() == true
+            entries.code_version.cache_clear()
+            assert entries.code_version() == true
             assert json.loads(memo.read_text())["version"] == true  # rewritten
     finally:
-        codegen.code_version.cache_clear()
+        entries.code_version.cache_clear()
 
 
 def test_two_threads_waiting_for_the_second_process_both_get_their_subject(monkeypatch):

@@ -13,15 +13,9 @@ entry is rebuilt.
 """
 from __future__ import annotations
 
-import ast
-import contextlib
-import functools
 import hashlib
-import importlib.util
 import json
-import os
 import sys
-import tempfile
 import types
 from pathlib import Path
 
@@ -33,51 +27,17 @@ from ..cache import cache_dir, exclusive, fallback
 from ..errors import SpecificationError
 from ..progress import announce
 from . import algebra as sy
+from .entries import (
+    atomic_write,
+    code_version,
+    entry_exists,
+    import_entry,
+    load_entry,
+    load_module,
+    prune,
+    write_entry,
+)
 from .parse import parse_srepr
-
-#: what generated modules and cached structures depend on: the derivation, and the engine modules a generated module
-#: uses (the scalar helpers it calls, the kernel signature it is compiled with)
-_SOURCES = ("symbolic/algebra.py", "symbolic/derive.py", "symbolic/codegen.py", "symbolic/parse.py",
-            "engine/scalars.py", "engine/kernels.py")
-
-
-def code_text(source):
-    """What of a module's source can change generated code: its syntax tree without comments, docstrings and line
-    numbers (so editing a comment keeps the cache and the catalog's shipped derivations valid)."""
-    tree = ast.parse(source)
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
-            node.body = body[1:] or [ast.Pass()]
-    return ast.dump(tree, annotate_fields=False, include_attributes=False)
-
-
-@functools.lru_cache(maxsize=None)
-def code_version():
-    """Hash of the sources that shape generated code and cached structures (``code_text``; once per process).
-
-    Parsing the sources takes ~0.1 s, so the answer is kept in the cache directory beside a hash of their bytes
-    (``code-version.json``): a process whose sources are byte for byte the same reads it instead."""
-    here = Path(__file__).resolve().parent.parent
-    texts = [path.read_text() for pattern in _SOURCES for path in sorted(here.glob(pattern))]
-    raw = hashlib.sha256("\0".join(texts).encode()).hexdigest()
-    d = cache_dir()
-    memo = None if d is None else Path(d) / "code-version.json"
-    if memo is not None:
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):  # no memo yet, or a bad one
-            got = json.loads(memo.read_text())
-            if got["raw"] == raw and isinstance(got["version"], str):
-                return got["version"]
-    h = hashlib.sha256()
-    for text in texts:
-        h.update(code_text(text).encode())
-    version = h.hexdigest()[:16]
-    if memo is not None:
-        with contextlib.suppress(OSError):
-            _atomic_write(memo, json.dumps({"raw": raw, "version": version}))
-    return version
-
 
 class _ThetaSymbols:
     """Prints the kernel variable as ``X`` and the parameters as ``theta[i]`` (``names``: Symbol -> text)."""
@@ -255,53 +215,6 @@ def render_module(kernels, symbols, high_precision=(), disk_cache=True, vectoris
     return "\n".join(lines) + "\n"
 
 
-REQUIRED = ("L", "dL", "logp", "logq")
-
-
-def prune(structure, failed, mod=None):
-    """Drop references to kernels that failed to compile; optional ones fall back to numerics.  A discrete
-    family's log-pmfs and loss that Numba cannot compile (a special function such as besseli) are evaluated by
-    their mpmath versions instead (``python_kernels`` in the structure: the pmf is tabulated at bind time)."""
-    if not failed:
-        return structure
-    failed = set(failed)
-    if structure.get("kind") in ("integers", "finite") and mod is not None:
-        slow = sorted(n for n in failed if n in (structure["logp"], structure["logq"], structure["L"])
-                      and getattr(mod, "mp_" + n, None) is not None)
-        if slow:
-            structure = dict(structure, python_kernels=slow)
-            failed -= set(slow)
-
-    def walk(node, key=None):
-        if isinstance(node, dict):
-            return {k: walk(v, k) for k, v in node.items()}
-        if isinstance(node, list):
-            if key == "cgf":
-                return None if any(x in failed for x in node) else node
-            if key == "crit":
-                return None if any(x in failed for x in node) else node
-            return [walk(x) for x in node if not (isinstance(x, str) and x in failed)]
-        if isinstance(node, str) and node in failed:
-            if key in REQUIRED or key in ("abs_args", "breakpoints"):
-                raise SpecificationError(f"the derived kernel {node} cannot be compiled")
-            return None
-        return node
-
-    return walk(structure)
-
-
-def _atomic_write(path, text):
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def family_key(spec):
     h = hashlib.sha256()
     masses = [repr([(sp.srepr(x), sp.srepr(w)) for x, w in ms]) for ms in spec.masses] if any(spec.masses) else []
@@ -311,22 +224,6 @@ def family_key(spec):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:24]
-
-
-def _load_module(path, key):
-    name = f"mechkit_gen_{key}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    try:
-        spec.loader.exec_module(mod)
-        mod.FAILED  # a truncated module may lack it: treated as corrupt
-    except BaseException:
-        del sys.modules[name]  # a broken module must not be found by the rebuild's import
-        raise
-    return mod
 
 
 def _memory_module(source, key):
@@ -356,29 +253,8 @@ def export_entry(spec, out):
         raise FileNotFoundError("no cache directory holds derivations in this process")
     entry = {"meta": json.loads((d / f"fam_{key}.json").read_text()), "module": (d / f"fam_{key}.py").read_text()}
     path = Path(out) / f"fam_{key}.json"
-    _atomic_write(path, json.dumps(entry, indent=0, sort_keys=True))
+    atomic_write(path, json.dumps(entry, indent=0, sort_keys=True))
     return path
-
-
-def _import_entry(shipped, d, key):
-    """Copy a shipped entry (``export_entry``) into the cache directory ``d``; nothing where there is none or it
-    cannot be read or written (the family is then derived as usual)."""
-    try:
-        entry = json.loads(shipped.read_text())
-        _write_entry(d, key, entry["module"], entry["meta"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-
-
-def _write_entry(d, key, module_source, meta):
-    """Write a cache entry into ``d``; the module's path, or None where ``d`` refused a write."""
-    try:
-        mod_path = d / f"fam_{key}.py"
-        _atomic_write(mod_path, module_source)
-        _atomic_write(d / f"fam_{key}.json", json.dumps(meta))
-        return mod_path
-    except OSError:
-        return None
 
 
 def load_or_build(spec, build, label="a family", prebuilt=None, key=None):
@@ -397,15 +273,27 @@ def _load_or_build(spec, build, label, prebuilt, key):
     if d is None:
         with announce(f"deriving {label}"):
             return _build_entry(spec, build, key, d)
-    if prebuilt is not None and not _entry_exists(d, key):
-        _import_entry(Path(prebuilt) / f"fam_{key}.json", d, key)
-    hit = _load_entry(d, key)
+    if prebuilt is not None and not entry_exists(d, key):
+        import_entry(Path(prebuilt) / f"fam_{key}.json", d, key)
+    hit = _parsed(load_entry(d, key))
     if hit is not None:
         return hit
     with announce(f"deriving {label}"), exclusive(d, f"fam_{key}"):
         # a process that held the lock before this one has built the entry meanwhile: load it
-        hit = _load_entry(d, key)
+        hit = _parsed(load_entry(d, key))
         return hit if hit is not None else _build_entry(spec, build, key, d)
+
+
+def _parsed(hit):
+    """A loaded entry with its display expressions parsed now (SymPy is imported on this path anyway): an entry
+    whose text does not parse is rebuilt (None), as a corrupt one is."""
+    if hit is None:
+        return None
+    structure, display, mod = hit
+    try:
+        return structure, dict(display), mod
+    except Exception:  # a damaged or tampered display text: rebuilt
+        return None
 
 
 def available(spec, prebuilt=None, key=None) -> bool:
@@ -416,25 +304,7 @@ def available(spec, prebuilt=None, key=None) -> bool:
     if d is None:
         return False
     key = family_key(spec) if key is None else key
-    return _entry_exists(d, key) or (prebuilt is not None and (Path(prebuilt) / f"fam_{key}.json").exists())
-
-
-def _entry_exists(d, key):
-    return (d / f"fam_{key}.json").exists() and (d / f"fam_{key}.py").exists()
-
-
-def _load_entry(d, key):
-    """(structure, display, module) from the cache entry of ``key`` in ``d``; None where there is none or it is
-    corrupt (then rebuilt)."""
-    if not _entry_exists(d, key):
-        return None
-    try:
-        meta = json.loads((d / f"fam_{key}.json").read_text())
-        display = {k: _from_srepr(v) for k, v in meta["display"].items()}
-        mod = _load_module(d / f"fam_{key}.py", key)
-        return prune(meta["structure"], mod.FAILED, mod), display, mod
-    except Exception:  # a corrupt cache entry is rebuilt
-        return None
+    return entry_exists(d, key) or (prebuilt is not None and (Path(prebuilt) / f"fam_{key}.json").exists())
 
 
 def _build_entry(spec, build, key, d):
@@ -443,17 +313,17 @@ def _build_entry(spec, build, key, d):
     # the steps of a floor: integer slots after the parameters, set per step by the numeric layer
     symbols += [sp.Symbol(n, integer=True) for n in der.structure.get("floor_slots", ())]
     hp = high_precision_kernels(der.structure)
-    meta = {"structure": der.structure, "display": {k: _to_srepr(v) for k, v in der.display.items()}}
+    meta = {"structure": der.structure, "display": {k: to_srepr(v) for k, v in der.display.items()}}
     vec = der.structure.get("kind") in ("integers", "finite")
     source = None if d is None else render_module(der.kernels, symbols, hp, vectorised=vec)
-    mod_path = None if d is None else _write_entry(d, key, source, meta)
+    mod_path = None if d is None else write_entry(d, key, source, meta)
     if mod_path is None and d is not None:  # the directory refused the write (read-only, full...)
         d = fallback(f"writing to the cache directory {str(d)!r} failed")
-        mod_path = None if d is None else _write_entry(d, key, source, meta)
+        mod_path = None if d is None else write_entry(d, key, source, meta)
     if mod_path is None:
         mod = _memory_module(render_module(der.kernels, symbols, hp, disk_cache=False, vectorised=vec), key)
     else:
-        mod = _load_module(mod_path, key)
+        mod = load_module(mod_path, key)
     return prune(der.structure, mod.FAILED, mod), der.display, mod
 
 
@@ -466,21 +336,21 @@ def high_precision_kernels(structure):
     return list(dict.fromkeys(names))  # variants shared by several sign patterns: once
 
 
-def _to_srepr(v):
+def to_srepr(v):
     if isinstance(v, list):
-        return {"list": [_to_srepr(x) for x in v]}
+        return {"list": [to_srepr(x) for x in v]}
     if isinstance(v, tuple):
-        return {"tuple": [_to_srepr(x) for x in v]}
+        return {"tuple": [to_srepr(x) for x in v]}
     if isinstance(v, str):
         return {"str": v}
     return {"expr": sp.srepr(v)}
 
 
-def _from_srepr(v):
+def from_srepr(v):
     if "list" in v:
-        return [_from_srepr(x) for x in v["list"]]
+        return [from_srepr(x) for x in v["list"]]
     if "tuple" in v:
-        return tuple(_from_srepr(x) for x in v["tuple"])
+        return tuple(from_srepr(x) for x in v["tuple"])
     if "str" in v:
         return v["str"]
     return parse_srepr(v["expr"])

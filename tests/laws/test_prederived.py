@@ -8,7 +8,7 @@ import pytest
 import mechkit as mk
 from mechkit.laws import catalog
 from mechkit.laws import family as F
-from mechkit.symbolic import codegen
+from mechkit.symbolic import codegen, entries
 from tests.helpers import ROOT
 
 REGENERATE = "regenerate with `python mechanisms/_prederive.py` (the derivation code or the catalog changed)"
@@ -62,5 +62,5 @@ def test_cache_key_ignores_comments_and_docstrings_but_not_code():
     base = 'def f(x):\n    """doc"""\n    # why\n    return x + 1\n'
     same = 'def f(x):\n    """another doc"""\n\n    return x + 1  # another why\n'
     changed = 'def f(x):\n    """doc"""\n    return x + 2\n'
-    assert codegen.code_text(base) == codegen.code_text(same)
-    assert codegen.code_text(base) != codegen.code_text(changed)
+    assert entries.code_text(base) == entries.code_text(same)
+    assert entries.code_text(base) != entries.code_text(changed)
