@@ -275,24 +275,26 @@ def _load_or_build(spec, build, label, prebuilt, key):
             return _build_entry(spec, build, key, d)
     if prebuilt is not None and not entry_exists(d, key):
         import_entry(Path(prebuilt) / f"fam_{key}.json", d, key)
-    hit = _parsed(load_entry(d, key))
+    hit = _parsed(load_entry(d, key), key)
     if hit is not None:
         return hit
     with announce(f"deriving {label}"), exclusive(d, f"fam_{key}"):
         # a process that held the lock before this one has built the entry meanwhile: load it
-        hit = _parsed(load_entry(d, key))
+        hit = _parsed(load_entry(d, key), key)
         return hit if hit is not None else _build_entry(spec, build, key, d)
 
 
-def _parsed(hit):
+def _parsed(hit, key):
     """A loaded entry with its display expressions parsed now (SymPy is imported on this path anyway): an entry
-    whose text does not parse is rebuilt (None), as a corrupt one is."""
+    whose text does not parse is rebuilt (None), as a corrupt one is, and its module is forgotten (the rebuild
+    imports the module it writes, not this one)."""
     if hit is None:
         return None
     structure, display, mod = hit
     try:
         return structure, dict(display), mod
     except Exception:  # a damaged or tampered display text: rebuilt
+        sys.modules.pop(f"mechkit_gen_{key}", None)
         return None
 
 
@@ -337,6 +339,9 @@ def high_precision_kernels(structure):
 
 
 def to_srepr(v):
+    """A display value (an expression, None, text, or lists and tuples of them) as JSON (``from_srepr``)."""
+    if v is None:  # a piecewise loss has no single expression to show
+        return {"none": True}
     if isinstance(v, list):
         return {"list": [to_srepr(x) for x in v]}
     if isinstance(v, tuple):
@@ -347,6 +352,9 @@ def to_srepr(v):
 
 
 def from_srepr(v):
+    """The display value that ``to_srepr`` wrote: SymPy text is parsed without evaluating Python."""
+    if "none" in v:
+        return None
     if "list" in v:
         return [from_srepr(x) for x in v["list"]]
     if "tuple" in v:

@@ -128,15 +128,28 @@ def _tiny_spec(tag):
     return Spec(p=sp.exp(x) / tag, q=sp.exp(-x) / tag, var=x, kind="finite", lo=0, hi=1, points=(0.0, 1.0))
 
 
-def _tiny_build(calls):
+def _tiny_build(calls, loss=2 * x):
     def build(spec):
         calls.append(spec)
         d = Derivation()
         d.add("L", 2 * x, x)
         d.structure = {"kind": "finite", "points": [0.0, 1.0], "L": "L"}
-        d.display = {"privacy_loss": 2 * x}
+        d.display = {"privacy_loss": loss, "inverse_loss": [("+", [loss])] if loss is not None else None}
         return d
     return build
+
+
+def test_an_entry_whose_loss_has_no_single_expression_is_read_back_not_rebuilt(tmp_path, monkeypatch):
+    """A piecewise loss is shown as None: its entry was written as the text "None", which the safe parser refuses,
+    so every new process derived the family again (a staircase: seconds each time)."""
+    monkeypatch.setenv("MECHKIT_CACHE_DIR", str(tmp_path))
+    spec, calls = _tiny_spec(13), []
+    _forget(spec)
+    first = codegen.load_or_build(spec, _tiny_build(calls, loss=None))
+    _forget(spec)  # as a new process: the module is imported again from the cache
+    structure, display, mod = codegen.load_or_build(spec, _tiny_build(calls, loss=None))
+    assert len(calls) == 1 and display == {"privacy_loss": None, "inverse_loss": None}
+    assert structure == first[0] and mod is not first[2]
 
 
 def _forget(spec):
@@ -162,6 +175,31 @@ def test_a_tampered_cache_file_is_rebuilt_not_executed(tmp_path, monkeypatch):
     _forget(spec)
     assert codegen.load_or_build(spec, _tiny_build(calls))[1]["privacy_loss"] == 2 * x
     assert len(calls) == 2                          # the rebuilt entry is read back
+
+
+def test_a_rebuilt_entry_runs_the_module_it_wrote_not_the_damaged_one(tmp_path, monkeypatch):
+    """The damaged entry's module is imported before its display is found unreadable: the rebuild must not reuse it
+    (its kernels may differ from the rebuilt structure's)."""
+    monkeypatch.setenv("MECHKIT_CACHE_DIR", str(tmp_path))
+    spec, calls = _tiny_spec(17), []
+    _forget(spec)
+    codegen.load_or_build(spec, _tiny_build(calls))
+    _forget(spec)
+    meta_path = tmp_path / f"fam_{codegen.family_key(spec)}.json"
+    meta = json.loads(meta_path.read_text())
+    meta["display"]["privacy_loss"] = {"expr": "not srepr"}
+    meta_path.write_text(json.dumps(meta))
+
+    def build_other(spec):
+        calls.append(spec)
+        d = Derivation()
+        d.add("L", 3 * x, x)
+        d.structure = {"kind": "finite", "points": [0.0, 1.0], "L": "L"}
+        d.display = {"privacy_loss": 3 * x}
+        return d
+    structure, display, mod = codegen.load_or_build(spec, build_other)
+    assert len(calls) == 2 and display["privacy_loss"] == 3 * x
+    assert N.kernel_refs(mod)("L")(0.25, np.zeros(0)) == 0.75
 
 
 def test_a_truncated_generated_module_is_rebuilt(tmp_path, monkeypatch):
