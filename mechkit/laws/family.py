@@ -15,29 +15,41 @@ from __future__ import annotations
 import math
 import numbers
 import types
-import warnings
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sympy as sp
 from numpy.typing import ArrayLike
 
 from .. import relations
 from ..engine import numerics as N
 from ..errors import ParameterError, SpecificationError, check_eps_array, check_finite_real, check_real, real_array
-from ..symbolic import codegen
-from ..symbolic.derive import Spec, derive
-from ..symbolic.parse import NAME_RE
-from ..symbolic.spec import as_expr, extract_constants, parse_domain, parse_range
-from . import catalog, constants
-from . import screen as _screen
+from . import catalog
 from .continuous import ContinuousCore
 from .core import DensityUndefined
 from .discrete import DiscreteCore
 from .plrv import PLRV
 from .portable import PortableFamily, PortableMechanism
 
+if TYPE_CHECKING:
+    import sympy as sp
+
 _FAMILIES = {}
+
+
+def __getattr__(name):
+    """``derive`` (the symbolic derivation): imported on first use, so that a family whose derivation is cached or
+    shipped binds without importing SymPy (``laws.catalog``'s records)."""
+    if name != "derive":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from ..symbolic.derive import derive
+    globals()["derive"] = derive
+    return derive
+
+
+def _derivation():
+    """The derivation function: this module's ``derive`` (imported on first use; tests may replace it)."""
+    return globals()["derive"] if "derive" in globals() else __getattr__("derive")
 
 
 DIRECTIONS = relations.CHOICES  # what a query's direction argument accepts
@@ -82,6 +94,11 @@ class Family(PortableFamily):
                  derived: dict[sp.Symbol, sp.Expr | str] | None = None,
                  defaults: dict[str, float] | None = None, relation: str = relations.ADD_REMOVE,
                  one_sided: bool = False) -> None:
+        import sympy as sp
+
+        from ..symbolic.derive import Spec
+        from ..symbolic.parse import NAME_RE
+        from ..symbolic.spec import as_expr, extract_constants, parse_domain, parse_range
         if relation not in relations.RELATIONS:
             raise SpecificationError(f"relation must be one of {relations.RELATIONS}, got {relation!r}")
         self.relation = relation
@@ -135,6 +152,7 @@ class Family(PortableFamily):
         """The family's content key (densities, domain, parameters and code version; computed once): equal for
         families built separately from the same spec, e.g. two ``subsample`` calls."""
         if self._key is None:
+            from ..symbolic import codegen
             self._key = codegen.family_key(self.spec)
         return self._key
 
@@ -154,9 +172,10 @@ class Family(PortableFamily):
         if self._loaded is None:
             key = self.key
             if key not in _FAMILIES:
+                from ..symbolic import codegen
                 if not _screened:
                     self._screen_defaults()
-                _FAMILIES[key] = codegen.load_or_build(self.spec, derive, label=f"the family {self.name!r}",
+                _FAMILIES[key] = codegen.load_or_build(self.spec, _derivation(), label=f"the family {self.name!r}",
                                                        prebuilt=catalog.prederived_dir(), key=key)
             self._loaded = _FAMILIES[key]
         return self
@@ -168,7 +187,8 @@ class Family(PortableFamily):
             theta = self._theta(self._check_params({}))
         except ParameterError:
             return
-        _screen.screen(self, theta)
+        from . import screen
+        screen.screen(self, theta)
 
     @property
     def structure(self) -> dict:
@@ -269,24 +289,35 @@ class Family(PortableFamily):
                                  f"{len(args)} positional argument(s) {args!r}")
         values = self._check_params(params)
         theta = self._theta(values)
-        if (self._loaded is None and self.key not in _FAMILIES
-                and not codegen.available(self.spec, catalog.prederived_dir(), self.key)):
+        if self._derivation_pending():
             # the derivation is still to come (seconds): check the densities at these values first, so that a
             # negative or unnormalised density fails in milliseconds; on a cache hit the core's exact checks are as
             # quick
-            _screen.screen(self, theta)
+            from . import screen
+            screen.screen(self, theta)
         self.derive(_screened=True)
         return Mechanism(self, values, theta)
+
+    def _derivation_pending(self):
+        """Whether binding will derive (seconds): the derivation is neither loaded, nor cached, nor shipped."""
+        if self._loaded is not None or self.key in _FAMILIES:
+            return False
+        from ..symbolic import codegen
+        return not codegen.available(self.spec, catalog.prederived_dir(), self.key)
 
     def _theta(self, values):
         """The kernels' parameter vector: the parameter values, then the derived constants evaluated at them."""
         theta = [values[s.name] for s in self.parameters]
         params = tuple(theta)
         if self._constant_fns is None:
-            self._constant_fns = [constants.constant_fn(e, self.parameters) for _, e in self.constants]
+            self._constant_fns = []
+            if self.constants:  # SymPy's lambdify: only for a family with derived constants
+                from . import constants
+                self._constant_fns = [constants.constant_fn(e, self.parameters) for _, e in self.constants]
         for (c, e), fn in zip(self.constants, self._constant_fns):
             val = fn(*params) if fn is not None else math.nan
             if not math.isfinite(val):  # a Sum, or no finite value: SymPy's evaluation decides (or says why not)
+                from . import constants
                 val = constants.eval_constant(e, dict(zip(self.parameters, params)))
             if not math.isfinite(val):
                 raise ParameterError(f"the constant {e} is not finite at {values}")
@@ -364,7 +395,8 @@ class Mechanism(PortableMechanism):
         except DensityUndefined as exc:
             if not _explain:
                 raise
-            raise _undefined(family, self.params, self.theta, exc) from None
+            from . import screen  # SymPy and mpmath: only to explain the failure
+            raise screen.undefined_error(family, self.params, self.theta, exc) from None
         if st.get("cgf"):
             self._attach_closed_cgf(st["cgf"])
         self.remove = PLRV(self, relations.REMOVE)
@@ -508,62 +540,3 @@ class Mechanism(PortableMechanism):
         a = check_finite_real("alpha", alpha, low=1.0)
         return max(self.plrv(d).cgf(a - 1.0) / (a - 1.0) for d in relations.directions(direction))
 
-
-def _undefined(family, values, theta, exc):
-    """What a NaN of a compiled log-density at ``exc.x`` means, decided in mpmath at 40 digits: the density is
-    negative or not real there (``SpecificationError``), or it is a valid number that the compiled kernels cannot
-    evaluate in double precision at these parameter values (``ParameterError`` naming the parameters, and for each
-    one that alone is to blame, about where the values that bind end); ``exc`` itself where mpmath cannot tell."""
-    import mpmath
-
-    which, x = exc.which, exc.x
-    word = "density" if family.spec.kind == "continuous" else "pmf"
-    r = _screen.density_at(family, which, x, theta)
-    if r is None or (isinstance(r, mpmath.mpf) and mpmath.isnan(r)):
-        return exc
-    if isinstance(r, mpmath.mpc):
-        return SpecificationError(f"{word} {which} is not a real number at x = {x:g} ({which}(x) = {complex(r):.6g})")
-    if r < 0:
-        return SpecificationError(f"{word} {which} is negative at x = {x:g} ({which}(x) = {mpmath.nstr(r, 6)}); a "
-                                  "density must be non-negative on its whole domain")
-    ranges = [_working_range(family, values, s.name) for s in family.parameters]
-    parts = [r_ for r_ in ranges if r_]
-    at = ", ".join(f"{k}={v:g}" for k, v in values.items())
-    head = (f"the parameter values ({at}) are outside the range that double precision can evaluate: {which}(x = {x:g}) "
-            f"= {mpmath.nstr(r, 6)}, but its compiled log-{word} overflows or underflows to nan there")
-    if parts:
-        return ParameterError(f"{head}; " + "; ".join(parts) + " (the other parameters as given)")
-    return ParameterError(f"{head}; rescale the problem so that the parameters are of moderate size")
-
-
-def _working_range(family, values, name):
-    """'name must be >= (<=) about b' where moving parameter ``name`` alone towards magnitude 1 makes the mechanism
-    bind (b found by bisection on the exponent, each step a trial binding); '' where it does not."""
-    v = values[name]
-    if not (v != 0 and math.isfinite(v)):
-        return ""
-    sign, e_bad = math.copysign(1.0, v), math.log10(abs(v))
-
-    def works(e):
-        trial = dict(values, **{name: sign * 10.0 ** e})
-        try:
-            with np.errstate(all="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                Mechanism(family, family._check_params(trial), _explain=False)
-        except Exception:
-            return False
-        return True
-
-    if abs(e_bad) < 1 or not works(0.0):
-        return ""
-    good, bad = 0.0, e_bad
-    for _ in range(11):
-        mid = 0.5 * (good + bad)
-        good, bad = (mid, bad) if works(mid) else (good, mid)
-    bound = sign * 10.0 ** good
-    small = e_bad < 0
-    if sign < 0:
-        return f"{name} = {v:g} is too {'small' if small else 'large'} in magnitude: |{name}| must be " \
-               f"{'>=' if small else '<='} about {abs(bound):.2g}"
-    return f"{name} = {v:g} is too {'small' if small else 'large'}: {name} must be {'>=' if small else '<='} " \
-           f"about {bound:.2g}"

@@ -22,11 +22,8 @@ import math
 
 import mpmath
 import numpy as np
-import sympy as sp
 
 from ..errors import DerivationError
-from ..symbolic import algebra as sy
-from ..symbolic.parse import exact_float, parse_srepr
 
 #: x = 10^k, k = 1..299: the double-precision walk
 WALK = 10.0 ** np.arange(1, 300)
@@ -142,6 +139,8 @@ def symbolic_limit_at(lexpr, var, names, theta, where):
         return math.nan
     key = (lexpr, tuple(float(t) for t in theta), where)
     if key not in _AT_VALUES:
+        from ..symbolic.parse import parse_srepr  # SymPy: only where the numeric evidence asks for it
+
         L = parse_srepr(lexpr)
         by_name = {s.name: s for s in L.free_symbols}
         X = by_name.get(var)
@@ -152,16 +151,21 @@ def symbolic_limit_at(lexpr, var, names, theta, where):
 
 def _limit_at_inf(L, X, where):
     """SymPy's limit of L as X runs to ``where`` (+-inf), None where it finds none in time."""
+    import sympy as sp
+
+    from ..symbolic import algebra as sy
     return sy.attempt(lambda: sp.limit(L, X, sp.oo if where > 0 else -sp.oo), SYMBOLIC_AT_VALUES_SECONDS)
 
 
 def _at_values(by_name, names, theta):
     """The substitution of the parameters ``names`` (among the symbols ``by_name``) by the exact rationals of theta."""
+    from ..symbolic.parse import exact_float
     return {by_name[n]: exact_float(t) for n, t in zip(names, theta) if n in by_name}
 
 
 def _real(val):
     """``val`` as a float where it is a real number or +-inf, else nan (None included)."""
+    import sympy as sp
     if val is None or not (val.is_number and (val.is_real or val in (sp.oo, -sp.oo))):
         return math.nan
     return float(val)
@@ -174,6 +178,9 @@ def symbolic_limit(lexpr, var, names, theta, where):
         return math.nan
     key = (lexpr, where)
     if key not in _SYMBOLIC:
+        from ..symbolic import algebra as sy
+        from ..symbolic.parse import parse_srepr
+
         L = parse_srepr(lexpr)
         X = {s.name: s for s in L.free_symbols}.get(var)
         lim = None if X is None else _limit_at_inf(L, X, where)

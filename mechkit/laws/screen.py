@@ -31,7 +31,7 @@ import weakref
 import numpy as np
 import sympy as sp
 
-from ..errors import SpecificationError
+from ..errors import ParameterError, SpecificationError
 from .core import GL8, GL16
 
 #: continuous densities: a total this far below 1 is reported before the derivation (when the quadrature is
@@ -355,3 +355,78 @@ def screen(family, theta):
             if (total + err < 1.0 - SHORT_TOL and tails_ok and _peaks_resolved(vals_n)
                     and _tails_negligible(xs_n, vals_n, lo_n, hi_n)):
                 raise _not_normalised(name, spec.kind, total)
+
+
+def undefined_error(family: object, values: dict, theta: np.ndarray, exc: Exception) -> Exception:
+    """What a NaN of a compiled log-density at ``exc.x`` means, decided in mpmath at 40 digits (a bind's failure,
+    explained: ``Mechanism``).
+
+    Parameters
+    ----------
+    family : the ``Family`` being bound.
+    values : parameter name -> value.
+    theta : the kernels' parameter vector.
+    exc : the ``DensityUndefined`` raised by the core (``which`` density, at ``x``).
+
+    Returns
+    -------
+    A ``SpecificationError`` where the density is negative or not real there; a ``ParameterError`` where it is a
+    valid number that the compiled kernels cannot evaluate in double precision at these values (naming the
+    parameters, and for each one that alone is to blame, about where the values that bind end); ``exc`` itself
+    where mpmath cannot tell.
+    """
+    import mpmath
+
+    which, x = exc.which, exc.x
+    word = "density" if family.spec.kind == "continuous" else "pmf"
+    r = density_at(family, which, x, theta)
+    if r is None or (isinstance(r, mpmath.mpf) and mpmath.isnan(r)):
+        return exc
+    if isinstance(r, mpmath.mpc):
+        return SpecificationError(f"{word} {which} is not a real number at x = {x:g} ({which}(x) = {complex(r):.6g})")
+    if r < 0:
+        return SpecificationError(f"{word} {which} is negative at x = {x:g} ({which}(x) = {mpmath.nstr(r, 6)}); a "
+                                  "density must be non-negative on its whole domain")
+    ranges = [_working_range(family, values, s.name) for s in family.parameters]
+    parts = [r_ for r_ in ranges if r_]
+    at = ", ".join(f"{k}={v:g}" for k, v in values.items())
+    head = (f"the parameter values ({at}) are outside the range that double precision can evaluate: {which}(x = {x:g}) "
+            f"= {mpmath.nstr(r, 6)}, but its compiled log-{word} overflows or underflows to nan there")
+    if parts:
+        return ParameterError(f"{head}; " + "; ".join(parts) + " (the other parameters as given)")
+    return ParameterError(f"{head}; rescale the problem so that the parameters are of moderate size")
+
+
+def _working_range(family, values, name):
+    """'name must be >= (<=) about b' where moving parameter ``name`` alone towards magnitude 1 makes the mechanism
+    bind (b found by bisection on the exponent, each step a trial binding); '' where it does not."""
+    from .family import Mechanism
+
+    v = values[name]
+    if not (v != 0 and math.isfinite(v)):
+        return ""
+    sign, e_bad = math.copysign(1.0, v), math.log10(abs(v))
+
+    def works(e):
+        trial = dict(values, **{name: sign * 10.0 ** e})
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                Mechanism(family, family._check_params(trial), _explain=False)
+        except Exception:
+            return False
+        return True
+
+    if abs(e_bad) < 1 or not works(0.0):
+        return ""
+    good, bad = 0.0, e_bad
+    for _ in range(11):
+        mid = 0.5 * (good + bad)
+        good, bad = (mid, bad) if works(mid) else (good, mid)
+    bound = sign * 10.0 ** good
+    small = e_bad < 0
+    if sign < 0:
+        return f"{name} = {v:g} is too {'small' if small else 'large'} in magnitude: |{name}| must be " \
+               f"{'>=' if small else '<='} about {abs(bound):.2g}"
+    return f"{name} = {v:g} is too {'small' if small else 'large'}: {name} must be {'>=' if small else '<='} " \
+           f"about {bound:.2g}"

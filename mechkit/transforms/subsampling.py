@@ -17,16 +17,24 @@ may be composed):
 """
 from __future__ import annotations
 
-import sympy as sp
+import functools
 
 from .. import relations
 from ..errors import ParameterError, check_real
 from ..laws.family import Family, Mechanism
 from .replace import family_like, mirrored
 
-RATE = sp.Symbol("sampling_rate", positive=True)
-RATE_C = sp.Symbol("sampling_rate_complement", nonnegative=True)  # 1 - RATE, known non-negative
+RATE_NAME = "sampling_rate"
 _SUBSAMPLED = {}
+
+
+@functools.lru_cache(maxsize=None)
+def _rate_symbols():
+    """The symbols of the sampling rate r and of 1 - r (known non-negative): SymPy, imported where a subsampled pair
+    is made."""
+    import sympy as sp
+
+    return sp.Symbol(RATE_NAME, positive=True), sp.Symbol("sampling_rate_complement", nonnegative=True)
 
 
 def _names(family, scheme, relation):
@@ -37,6 +45,7 @@ def _names(family, scheme, relation):
 def _pair(family, scheme, relation):
     """(p, q, one_sided) of the subsampled pair (module docstring), or a ``ParameterError`` for a combination that
     does not exist."""
+    RATE, RATE_C = _rate_symbols()
     if family.one_sided:
         raise ParameterError(f"{family.name} is one-sided (sampling without replacement); it cannot be subsampled")
     if relation == relations.REPLACE_SPECIAL:
@@ -88,9 +97,10 @@ def subsampled_family(family: Family, scheme: str = relations.POISSON,
     relations.check_relation(relation)
     key = (id(family), scheme, relation)
     if key not in _SUBSAMPLED:
-        if RATE in family.parameters:
+        if any(s.name == RATE_NAME for s in family.parameters):
             raise ParameterError("the family is already subsampled; compose the rates instead")
         p2, q2, one_sided = _pair(family, scheme, relation)
+        RATE, RATE_C = _rate_symbols()
         # the family's own derived constants (e.g. the discrete Gaussian's normalising Sum, extracted as _const0)
         # stay constants of the subsampled family: evaluated at bind time, never parameters
         _SUBSAMPLED[key] = (family, family_like(family, p2, q2, _names(family, scheme, relation), relation, one_sided,
