@@ -85,6 +85,27 @@ def test_the_readme_question_by_auto_needs_no_saddle_point():
     assert not {"scipy.optimize", "scipy.integrate"} & mods
 
 
+_CATALOG_QUESTIONS = '''import mechkit as mk
+from mechkit import cli
+m = mk.subsample(mk.gaussian(sigma=1.0), 0.1)
+print(mk.compose((m, 10), (mk.laplace(scale=3.0), 2)).epsilon(1e-5, method="fft", eps_error=0.1))
+print(mk.dpsgd(noise_multiplier=1.0, sampling_rate=0.01, steps=20).epsilon(1e-5, method="rdp"))
+assert cli.main(["epsilon", "subsampled-laplace", "--scale", "2", "--q", "0.1", "--steps", "5", "--delta", "1e-5",
+                 "--method", "rdp"]) == 0
+'''
+
+
+def test_a_catalog_question_on_a_warm_cache_imports_no_sympy():
+    """Catalog families and their subsampled families bind from their shipped records (``laws.shipped``): a question
+    about them, from Python or the command line, never imports SymPy (~0.3 s of every process); showing a family's
+    privacy loss does."""
+    mods, out = _modules_after(_CATALOG_QUESTIONS)
+    assert "mechkit.laws.shipped" in mods and "mechkit.accountants.fft" in mods and "epsilon" in out.stdout
+    assert not {m for m in mods if m == "sympy" or m.startswith("sympy.")}
+    mods, _ = _modules_after("import mechkit as mk\nprint(mk.gaussian(sigma=1.0).family.privacy_loss)")
+    assert "sympy" in mods
+
+
 class _Capture(logging.Handler):
     def __init__(self):
         super().__init__()

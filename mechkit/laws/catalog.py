@@ -111,17 +111,53 @@ def convenience(name: str) -> Callable[..., object]:
     ------
     ModuleNotFoundError : no such catalog module.
     """
+    from .shipped import records, shipped  # the engine first, as ``catalog`` does
+
+    rec = records().get(name)
+    if rec is not None and "signature" in rec:  # no SymPy: the family binds from its record (``laws.shipped``)
+        sig = rec["signature"]
+        return _make(name, sig["required"], sig["optional"], rec["defaults"], sig["doc"], shipped(name))
     mod = catalog(name)
     if callable(getattr(mod, "make", None)):
         return mod.make
+    required, optional, doc = signature(name)
+    return _make(name, required, optional, mod.family.defaults, doc, mod.family)
+
+
+def signature(name: str) -> tuple[list, list, str] | None:
+    """What ``mk.<name>`` takes, from the catalog module: its family's parameters in the order of the module's
+    ``ARGUMENTS`` (where it names them), the defaulted ones last, and its docstring.
+
+    Parameters
+    ----------
+    name : one of ``names()``.
+
+    Returns
+    -------
+    (required names, optional names, docstring); None for a module that defines its own ``make``.
+    """
+    mod = catalog(name)
+    if callable(getattr(mod, "make", None)):
+        return None
     fam = mod.family
     order = {n: i for i, n in enumerate(getattr(mod, "ARGUMENTS", ()))}
     required = sorted((s.name for s in fam.parameters if s.name not in fam.defaults),
                       key=lambda n: order.get(n, len(order)))
     optional = [s.name for s in fam.parameters if s.name in fam.defaults]
+    symbols = {s.name: s for s in fam.parameters}
+    params = "\n".join(f"{n} : {_describe(symbols[n], fam)}." for n in (*required, *optional))
+    doc = ((mod.__doc__ or f"The catalog mechanism {name}.").strip()
+           + f"\n\nParameters\n----------\n{params}\n\nReturns\n-------\nThe bound ``Mechanism`` of "
+           f"``catalog({name!r}).family``.\n\nRaises\n------\nParameterError : an unknown, missing or "
+           "repeated argument, or a value outside a parameter's range.")
+    return required, optional, doc
+
+
+def _make(name, required, optional, defaults, doc, fam):
+    """``mk.<name>``: binds ``fam`` with the arguments by position or keyword (``required``, then ``optional``)."""
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
     sig = inspect.Signature([inspect.Parameter(n, kind) for n in required]
-                            + [inspect.Parameter(n, kind, default=fam.defaults[n]) for n in optional])
+                            + [inspect.Parameter(n, kind, default=defaults[n]) for n in optional])
 
     def make(*args, **kwargs):
         try:
@@ -133,14 +169,30 @@ def convenience(name: str) -> Callable[..., object]:
 
     make.__name__ = make.__qualname__ = name
     make.__signature__ = sig
-    symbols = {s.name: s for s in fam.parameters}
-    params = "\n".join(f"{n} : {_describe(symbols[n], fam)}." for n in (*required, *optional))
-    make.__doc__ = ((mod.__doc__ or f"The catalog mechanism {name}.").strip()
-                    + f"\n\nParameters\n----------\n{params}\n\nReturns\n-------\nThe bound ``Mechanism`` of "
-                    f"``catalog({name!r}).family``.\n\nRaises\n------\nParameterError : an unknown, missing or "
-                    "repeated argument, or a value outside a parameter's range.")
+    make.__doc__ = doc
     make.__module__ = "mechkit"
     return make
+
+
+def family(name: str) -> object:
+    """The family of the catalog mechanism ``name`` as binding takes it: bound from its shipped record without SymPy
+    where the record is current (``laws.shipped``), else the catalog module's ``family``.
+
+    Parameters
+    ----------
+    name : one of ``names()``.
+
+    Returns
+    -------
+    A ``Family`` (a ``ShippedFamily`` for a recorded one: the same parameters, key and answers).
+
+    Raises
+    ------
+    ModuleNotFoundError : no such catalog module.
+    """
+    from .shipped import shipped
+
+    return shipped(name) or catalog(name).family
 
 
 def index() -> dict:

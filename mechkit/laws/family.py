@@ -16,7 +16,6 @@ import math
 import numbers
 import types
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -24,6 +23,7 @@ from numpy.typing import ArrayLike
 from .. import relations
 from ..engine import numerics as N
 from ..errors import ParameterError, SpecificationError, check_eps_array, check_finite_real, check_real, real_array
+from ..symbolic import sp
 from . import catalog
 from .continuous import ContinuousCore
 from .core import DensityUndefined
@@ -31,10 +31,36 @@ from .discrete import DiscreteCore
 from .plrv import PLRV
 from .portable import PortableFamily, PortableMechanism
 
-if TYPE_CHECKING:
-    import sympy as sp
-
 _FAMILIES = {}
+
+
+def loaded_derivation(key: str) -> tuple | None:
+    """The derivation (structure, display, module) of the family ``key`` loaded in this process, or None.
+
+    Parameters
+    ----------
+    key : a family's content key (``Family.key``).
+
+    Returns
+    -------
+    The loaded triple, or None.
+    """
+    return _FAMILIES.get(key)
+
+
+def keep_derivation(key: str, loaded: tuple) -> tuple:
+    """Keep a derivation loaded elsewhere (``laws.shipped``) for every family of that key in this process.
+
+    Parameters
+    ----------
+    key : the family's content key.
+    loaded : (structure, display, module).
+
+    Returns
+    -------
+    The triple kept (an earlier one where this process had loaded the key already).
+    """
+    return _FAMILIES.setdefault(key, loaded)
 
 
 def __getattr__(name):
@@ -94,8 +120,6 @@ class Family(PortableFamily):
                  derived: dict[sp.Symbol, sp.Expr | str] | None = None,
                  defaults: dict[str, float] | None = None, relation: str = relations.ADD_REMOVE,
                  one_sided: bool = False) -> None:
-        import sympy as sp
-
         from ..symbolic.derive import Spec
         from ..symbolic.parse import NAME_RE
         from ..symbolic.spec import as_expr, extract_constants, parse_domain, parse_range

@@ -377,6 +377,7 @@ def undefined_error(family: object, values: dict, theta: np.ndarray, exc: Except
     """
     import mpmath
 
+    family = getattr(family, "real", family)  # a family bound from its record (``laws.shipped``): its SymPy form
     which, x = exc.which, exc.x
     word = "density" if family.spec.kind == "continuous" else "pmf"
     r = density_at(family, which, x, theta)

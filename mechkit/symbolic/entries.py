@@ -184,3 +184,25 @@ class Display(Mapping):
 
     def __len__(self):
         return len(self._raw)
+
+
+def load_shipped(key: str, shipped: Path) -> tuple | None:
+    """(structure, display, module) of the family ``key`` from the cache directory, where its shipped entry in
+    ``shipped`` is first copied (``codegen.load_or_build`` without a derivation: no SymPy).
+
+    Parameters
+    ----------
+    key : the family's content key.
+    shipped : the directory of shipped entries (``laws.catalog.prederived_dir``).
+
+    Returns
+    -------
+    The loaded triple (the display parsed on first access), or None where no cache directory is usable or neither
+    the cache nor ``shipped`` holds a readable entry (the family is then derived as usual).
+    """
+    d = cache_dir()
+    if d is None:
+        return None
+    if not entry_exists(d, key):
+        import_entry(Path(shipped) / f"fam_{key}.json", d, key)
+    return load_entry(d, key)

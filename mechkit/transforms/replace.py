@@ -11,14 +11,11 @@ sensitivity is.  A pair written for replace-one directly is declared with
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 from .. import relations
 from ..errors import ParameterError
 from ..laws.family import Family, Mechanism
-
-if TYPE_CHECKING:
-    import sympy as sp
+from ..symbolic import sp
 
 _REPLACED = {}
 
@@ -34,8 +31,6 @@ def family_domain(family: Family) -> sp.Set:
     -------
     A ``FiniteSet``, ``Integers`` or ``Interval``.
     """
-    import sympy as sp
-
     dom = family.spec
     return (sp.FiniteSet(*dom.points) if dom.kind == "finite" else
             sp.Integers if dom.kind == "integers" else sp.Interval(dom.lo, dom.hi))
@@ -82,8 +77,6 @@ def mirrored(family: Family) -> sp.Expr:
     if family.relation != relations.ADD_REMOVE:
         raise ParameterError(f"{family.name} is already a pair for {family.relation!r}; the replace-one pair is "
                              "made from an add/remove pair")
-    import sympy as sp
-
     x, spec = family.var, family.spec
     if spec.kind == "finite":
         symmetric_domain = {float(v) for v in spec.points} == {-float(v) for v in spec.points}

@@ -22,6 +22,7 @@ import functools
 from .. import relations
 from ..errors import ParameterError, check_real
 from ..laws.family import Family, Mechanism
+from ..laws.shipped import ShippedFamily
 from .replace import family_like, mirrored
 
 RATE_NAME = "sampling_rate"
@@ -40,6 +41,11 @@ def _rate_symbols():
 def _names(family, scheme, relation):
     suffix = "" if (scheme, relation) == (relations.POISSON, relations.ADD_REMOVE) else f"_{scheme}_{relation}"
     return f"subsampled_{family.name}{suffix}"
+
+
+def _refuse_subsampled(family):
+    if any(s.name == RATE_NAME for s in family.parameters):
+        raise ParameterError("the family is already subsampled; compose the rates instead")
 
 
 def _pair(family, scheme, relation):
@@ -95,10 +101,15 @@ def subsampled_family(family: Family, scheme: str = relations.POISSON,
     """
     relations.check_scheme(scheme)
     relations.check_relation(relation)
+    if isinstance(family, ShippedFamily):  # a catalog family bound from its record: its subsampled family's record
+        _refuse_subsampled(family)
+        got = family.subsampled(scheme, relation, subsampled_family)
+        if got is not None:
+            return got
+        family = family.real  # no record for this combination: SymPy makes it (or says why it does not exist)
     key = (id(family), scheme, relation)
     if key not in _SUBSAMPLED:
-        if any(s.name == RATE_NAME for s in family.parameters):
-            raise ParameterError("the family is already subsampled; compose the rates instead")
+        _refuse_subsampled(family)
         p2, q2, one_sided = _pair(family, scheme, relation)
         RATE, RATE_C = _rate_symbols()
         # the family's own derived constants (e.g. the discrete Gaussian's normalising Sum, extracted as _const0)
