@@ -21,6 +21,7 @@ import json
 import math
 from pathlib import Path
 
+from ..errors import ParameterError
 from ..symbolic import entries
 from . import catalog
 from .family import Family, keep_derivation, loaded_derivation
@@ -101,7 +102,10 @@ def shipped(ref: str, via: tuple | None = None) -> Family | None:
     """
     if ref not in _SHIPPED:
         rec = records().get(ref)
-        _SHIPPED[ref] = None if rec is None else ShippedFamily(ref, rec, via)
+        try:
+            _SHIPPED[ref] = None if rec is None else ShippedFamily(ref, rec, via)
+        except (KeyError, TypeError, ValueError):  # a malformed record: the SymPy path serves
+            _SHIPPED[ref] = None
     return _SHIPPED[ref]
 
 
@@ -198,7 +202,7 @@ class ShippedFamily(Family):
             with mpmath.workdps(50):
                 theta.append(float(1 - mpmath.mpf(values[of])))
             if not math.isfinite(theta[-1]):
-                raise ValueError(f"the constant 1 - {of} is not finite")
+                raise ParameterError(f"the constant 1 - {of} is not finite at {values}")
         return np.array(theta, dtype=float)
 
     def _load(self) -> bool:

@@ -11,7 +11,6 @@ sensitivity is.  A pair written for replace-one directly is declared with
 """
 from __future__ import annotations
 
-
 from .. import relations
 from ..errors import ParameterError
 from ..laws.family import Family, Mechanism

@@ -112,6 +112,13 @@ def test_records_written_for_other_sources_are_not_used(monkeypatch):
         shipped.records.cache_clear()
 
 
+def test_a_malformed_record_is_not_used(monkeypatch):
+    bad = dict(shipped.records()["laplace"], constants=[["c", ["sum", "scale"]]])
+    monkeypatch.setattr(shipped, "records", lambda: {"laplace": bad})
+    monkeypatch.setattr(shipped, "_SHIPPED", {})
+    assert shipped.shipped("laplace") is None and catalog.family("laplace") is catalog.catalog("laplace").family
+
+
 def test_without_a_loadable_entry_the_catalog_family_binds(monkeypatch):
     """No cache directory, or neither the cache nor the package holds the entry: the SymPy path (its screen and
     derivation) binds, and answers the same."""
