@@ -121,20 +121,21 @@ def _gk_interval(mode, f1, f2, f3, u0, u1, c, w, t, shift, mu, nmom, theta, res,
         res[j] = 0.0
         absres[j] = 0.0
         gauss[j] = 0.0
-    _integrand(mode, f1, f2, f3, ctr, c, w, t, shift, mu, nmom, theta, fv[20])
-    for j in range(m):
-        res[j] += _WGK[10] * fv[20, j]
-        absres[j] += _WGK[10] * abs(fv[20, j])
-    for k in range(10):
-        dx = half * _XGK[k]
-        for s in range(2):
-            row = fv[2 * k + s]
-            _integrand(mode, f1, f2, f3, ctr - dx if s == 0 else ctr + dx, c, w, t, shift, mu, nmom, theta, row)
-            for j in range(m):
-                res[j] += _WGK[k] * row[j]
-                absres[j] += _WGK[k] * abs(row[j])
-                if k % 2 == 1:
-                    gauss[j] += _WG[k // 2] * row[j]
+    # the centre, then the pairs of nodes outwards, in one loop: one call site of the integrand (each site is a
+    # copy of its machine code after inlining, and of its compile time)
+    for p in range(21):
+        if p == 0:
+            k, row, x = 10, fv[20], ctr
+        else:
+            k = (p - 1) // 2
+            row = fv[p - 1]
+            x = ctr - half * _XGK[k] if (p - 1) % 2 == 0 else ctr + half * _XGK[k]
+        _integrand(mode, f1, f2, f3, x, c, w, t, shift, mu, nmom, theta, row)
+        for j in range(m):
+            res[j] += _WGK[k] * row[j]
+            absres[j] += _WGK[k] * abs(row[j])
+            if p > 0 and k % 2 == 1:
+                gauss[j] += _WG[k // 2] * row[j]
     for j in range(m):
         e = abs(res[j] - gauss[j]) * half
         if mode == 4:
@@ -245,15 +246,16 @@ def gk_adaptive(mode, f1_at, f2_at, f3_at, edges, c, w, t, shift, mu, nmom, thet
         hi[n] = x1
         _set_rows(vals, errs, absv, n, res, err, ab)
         n += 1
-    if n == 0:
-        return np.zeros(m), np.zeros(m)
     tot = np.zeros(m)
     tot_err = np.zeros(m)
     tot_abs = np.zeros(m)
     pval = np.zeros(m)
     perr = np.zeros(m)
     iroff = 0
-    for it in range(max_cap):
+    # one exit (each return of two fresh arrays is a copy of that code): the totals, or zeros where nothing was
+    # integrated or the iterations ran out
+    done = n == 0
+    for it in range(max_cap if n > 0 else 0):
         if n + 1 >= cap and cap < max_cap:
             cap = min(2 * cap, max_cap)
             lo, hi = _grown(lo, n, cap), _grown(hi, n, cap)
@@ -265,26 +267,27 @@ def gk_adaptive(mode, f1_at, f2_at, f3_at, edges, c, w, t, shift, mu, nmom, thet
             if tot_err[j] > rtol * tot_abs[j] + 1e-300:
                 ok = False
         if ok or n + 1 >= max_cap:
-            return tot.copy(), tot_err.copy()
+            done = True
+            break
         best = _worst_row(errs, n, tot_abs)  # split the interval with the largest relative error contribution
         a0 = lo[best]
         b0 = hi[best]
         mid = 0.5 * (a0 + b0)
         if not (a0 < mid < b0):
-            return tot.copy(), tot_err.copy()
+            done = True
+            break
         for j in range(m):
             pval[j] = vals[best, j]
             perr[j] = errs[best, j]
             tot[j] -= vals[best, j]
             tot_err[j] -= errs[best, j]
             tot_abs[j] -= absv[best, j]
-        _gk_interval(mode, f1, f2, f3, a0, mid, c, w, t, shift, mu, nmom, theta, res, err, ab, fv, gauss)
-        hi[best] = mid
-        _set_rows(vals, errs, absv, best, res, err, ab)
-        _gk_interval(mode, f1, f2, f3, mid, b0, c, w, t, shift, mu, nmom, theta, res, err, ab, fv, gauss)
-        lo[n] = mid
-        hi[n] = b0
-        _set_rows(vals, errs, absv, n, res, err, ab)
+        for h in range(2):  # the two halves, in the interval's row and a new one (one call site: see _gk_interval)
+            x0, x1, row = (a0, mid, best) if h == 0 else (mid, b0, n)
+            _gk_interval(mode, f1, f2, f3, x0, x1, c, w, t, shift, mu, nmom, theta, res, err, ab, fv, gauss)
+            lo[row] = x0
+            hi[row] = x1
+            _set_rows(vals, errs, absv, row, res, err, ab)
         n += 1
         noisy = True
         for j in range(m):
@@ -298,8 +301,13 @@ def gk_adaptive(mode, f1_at, f2_at, f3_at, edges, c, w, t, shift, mu, nmom, thet
         if noisy:
             iroff += 1
             if iroff >= 10:  # the error estimate is at the floor set by the integrand's own rounding
-                return tot.copy(), tot_err.copy()
-    return np.zeros(m), np.zeros(m)
+                done = True
+                break
+    if not done or n == 0:
+        for j in range(m):
+            tot[j] = 0.0
+            tot_err[j] = 0.0
+    return tot, tot_err
 
 
 @njit(A1(f8, f8, types.int64), cache=True, error_model="numpy")
