@@ -100,10 +100,8 @@ def piece_tails(inv_at, has_inv, f_at, kl_at, ml, gl, kr_at, mr, gr, ss, a, b, i
             continue
         x = checked_inverse(inv, has_inv, f, s, a, b, increasing, tol, theta)
         right = up == increasing  # {L > s} is (x, b) on an increasing piece
-        if right:
-            v = _beyond(kr, mr, gr, x, True, prob, theta)
-        else:
-            v = _beyond(kl, ml, gl, x, False, prob, theta)
+        # one call site (each is a copy of the callee's machine code after inlining, and of its compile time)
+        v = _beyond(kr if right else kl, mr if right else ml, gr if right else gl, x, right, prob, theta)
         if v == v:
             acc[i] = _add(acc[i], v, prob)
         else:

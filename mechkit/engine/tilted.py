@@ -212,12 +212,13 @@ def tilt_piece(lp_at, lq_at, L_at, inv_at, has_inv, a, b, inc, La, Lb, t, mu, nm
     if not (ua < uk < ub):  # no kink inside the piece: equal intervals
         if not (ub > ua):
             return gs, np.zeros(nmom + 1), mu
-        return gs, gk_adaptive(4, lp_at, lq_at, L_at, equal_edges(ua, ub, nsplit), xs, w, t, gs, mu, nmom, theta,
-                               rtol)[0], mu
-    edges = np.empty(2 * nsplit + 1)
-    for i in range(nsplit + 1):
-        edges[i] = ua + (uk - ua) * i / nsplit
-        edges[nsplit + i] = uk + (ub - uk) * i / nsplit
+        edges = equal_edges(ua, ub, nsplit)
+    else:
+        edges = np.empty(2 * nsplit + 1)
+        for i in range(nsplit + 1):
+            edges[i] = ua + (uk - ua) * i / nsplit
+            edges[nsplit + i] = uk + (ub - uk) * i / nsplit
+    # one call site (tilt_piece is inlined into its callers: each site is a copy of that call's code)
     return gs, gk_adaptive(4, lp_at, lq_at, L_at, edges, xs, w, t, gs, mu, nmom, theta, rtol)[0], mu
 
 
