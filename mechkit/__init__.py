@@ -55,7 +55,7 @@ def __getattr__(name):
         mod = importlib.import_module(f"{__name__}.{module}")
         value = mod if attr is None else getattr(mod, attr)
     elif name in CATALOG:
-        value = _catalog.convenience(name)
+        value = importlib.import_module(f"{__name__}.laws.shipped").convenience(name)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value

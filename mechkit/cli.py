@@ -63,9 +63,9 @@ def build(name, params, scheme=None, relation=None):
         raise MechkitError("--scheme applies to subsampled-NAME only")
     if name not in mk.CATALOG:
         raise MechkitError(f"unknown mechanism {name!r}; choose from {', '.join(mk.CATALOG)} (or subsampled-NAME)")
-    from mechkit.laws.catalog import family
+    from mechkit.laws import shipped
 
-    fam = family(name)  # its shipped record where it has one: no SymPy
+    fam = shipped.family(name)  # its shipped record where it has one: no SymPy
     if q is not None:  # the unsampled mechanism is never bound (transforms.subsampled)
         from mechkit.transforms import subsampled
 

@@ -21,7 +21,7 @@ import numbers
 from . import relations
 from .composition import Composition, compose
 from .errors import ParameterError, check_real
-from .laws.catalog import family
+from .laws.shipped import family
 from .transforms import replace_one, subsampled
 
 

@@ -408,7 +408,7 @@ class Plan:
     """
 
     def __init__(self, sigmas, q, K, eps_error, delta_error, memory_limit):
-        from ..laws.catalog import convenience
+        from ..laws.shipped import convenience
         from ..transforms import subsample
 
         gaussian = convenience("gaussian")

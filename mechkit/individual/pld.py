@@ -272,7 +272,7 @@ class IndividualPLDAccountant(Persistent):
         ----------
         i : the example's index.
         """
-        from ..laws.catalog import convenience
+        from ..laws.shipped import convenience
         from ..transforms import subsample
 
         gaussian = convenience("gaussian")

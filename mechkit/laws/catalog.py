@@ -111,17 +111,11 @@ def convenience(name: str) -> Callable[..., object]:
     ------
     ModuleNotFoundError : no such catalog module.
     """
-    from .shipped import records, shipped  # the engine first, as ``catalog`` does
-
-    rec = records().get(name)
-    if rec is not None and "signature" in rec:  # no SymPy: the family binds from its record (``laws.shipped``)
-        sig = rec["signature"]
-        return _make(name, sig["required"], sig["optional"], rec["defaults"], sig["doc"], shipped(name))
     mod = catalog(name)
     if callable(getattr(mod, "make", None)):
         return mod.make
     required, optional, doc = signature(name)
-    return _make(name, required, optional, mod.family.defaults, doc, mod.family)
+    return make_function(name, required, optional, mod.family.defaults, doc, mod.family)
 
 
 def signature(name: str) -> tuple[list, list, str] | None:
@@ -153,7 +147,22 @@ def signature(name: str) -> tuple[list, list, str] | None:
     return required, optional, doc
 
 
-def _make(name, required, optional, defaults, doc, fam):
+def make_function(name: str, required: list, optional: list, defaults: dict, doc: str,
+                  fam: Callable[..., object]) -> Callable[..., object]:
+    """``mk.<name>``: a function binding ``fam`` with its arguments by position or keyword.
+
+    Parameters
+    ----------
+    name : the catalog name.
+    required, optional : the parameters' names, in the order they are taken (the optional ones have defaults).
+    defaults : parameter name -> default value (of the optional ones).
+    doc : the function's docstring.
+    fam : the family to bind (called with the arguments by name).
+
+    Returns
+    -------
+    The function; a ``ParameterError`` shows its signature where the arguments do not fit it.
+    """
     """``mk.<name>``: binds ``fam`` with the arguments by position or keyword (``required``, then ``optional``)."""
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
     sig = inspect.Signature([inspect.Parameter(n, kind) for n in required]
@@ -172,27 +181,6 @@ def _make(name, required, optional, defaults, doc, fam):
     make.__doc__ = doc
     make.__module__ = "mechkit"
     return make
-
-
-def family(name: str) -> object:
-    """The family of the catalog mechanism ``name`` as binding takes it: bound from its shipped record without SymPy
-    where the record is current (``laws.shipped``), else the catalog module's ``family``.
-
-    Parameters
-    ----------
-    name : one of ``names()``.
-
-    Returns
-    -------
-    A ``Family`` (a ``ShippedFamily`` for a recorded one: the same parameters, key and answers).
-
-    Raises
-    ------
-    ModuleNotFoundError : no such catalog module.
-    """
-    from .shipped import shipped
-
-    return shipped(name) or catalog(name).family
 
 
 def index() -> dict:

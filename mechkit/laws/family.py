@@ -420,7 +420,7 @@ class Mechanism(PortableMechanism):
             if not _explain:
                 raise
             from . import screen  # SymPy and mpmath: only to explain the failure
-            raise screen.undefined_error(family, self.params, self.theta, exc) from None
+            raise screen.undefined_error(family, self.params, self.theta, exc, Mechanism) from None
         if st.get("cgf"):
             self._attach_closed_cgf(st["cgf"])
         self.remove = PLRV(self, relations.REMOVE)

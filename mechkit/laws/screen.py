@@ -357,7 +357,7 @@ def screen(family, theta):
                 raise _not_normalised(name, spec.kind, total)
 
 
-def undefined_error(family: object, values: dict, theta: np.ndarray, exc: Exception) -> Exception:
+def undefined_error(family: object, values: dict, theta: np.ndarray, exc: Exception, bind: type) -> Exception:
     """What a NaN of a compiled log-density at ``exc.x`` means, decided in mpmath at 40 digits (a bind's failure,
     explained: ``Mechanism``).
 
@@ -367,6 +367,7 @@ def undefined_error(family: object, values: dict, theta: np.ndarray, exc: Except
     values : parameter name -> value.
     theta : the kernels' parameter vector.
     exc : the ``DensityUndefined`` raised by the core (``which`` density, at ``x``).
+    bind : the ``Mechanism`` class (a trial binding at other values finds where the values that bind end).
 
     Returns
     -------
@@ -388,7 +389,7 @@ def undefined_error(family: object, values: dict, theta: np.ndarray, exc: Except
     if r < 0:
         return SpecificationError(f"{word} {which} is negative at x = {x:g} ({which}(x) = {mpmath.nstr(r, 6)}); a "
                                   "density must be non-negative on its whole domain")
-    ranges = [_working_range(family, values, s.name) for s in family.parameters]
+    ranges = [_working_range(family, values, s.name, bind) for s in family.parameters]
     parts = [r_ for r_ in ranges if r_]
     at = ", ".join(f"{k}={v:g}" for k, v in values.items())
     head = (f"the parameter values ({at}) are outside the range that double precision can evaluate: {which}(x = {x:g}) "
@@ -398,11 +399,9 @@ def undefined_error(family: object, values: dict, theta: np.ndarray, exc: Except
     return ParameterError(f"{head}; rescale the problem so that the parameters are of moderate size")
 
 
-def _working_range(family, values, name):
+def _working_range(family, values, name, bind):
     """'name must be >= (<=) about b' where moving parameter ``name`` alone towards magnitude 1 makes the mechanism
     bind (b found by bisection on the exponent, each step a trial binding); '' where it does not."""
-    from .family import Mechanism
-
     v = values[name]
     if not (v != 0 and math.isfinite(v)):
         return ""
@@ -413,7 +412,7 @@ def _working_range(family, values, name):
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                Mechanism(family, family._check_params(trial), _explain=False)
+                bind(family, family._check_params(trial), _explain=False)
         except Exception:
             return False
         return True

@@ -124,6 +124,49 @@ def family_of(name: str) -> Family:
     return shipped(name) or catalog.catalog(name).family
 
 
+def convenience(name: str) -> object:
+    """``mk.<name>``: the catalog's convenience function, binding the family from its record where it has a current
+    one (no SymPy), else the catalog module's (``catalog.convenience``).
+
+    Parameters
+    ----------
+    name : one of ``catalog.names()``.
+
+    Returns
+    -------
+    The function ``name(...)`` returning the bound ``Mechanism``; the same signature and docstring either way.
+
+    Raises
+    ------
+    ModuleNotFoundError : no such catalog module.
+    """
+    rec = records().get(name)
+    fam = shipped(name) if rec is not None and "signature" in rec else None
+    if fam is None:
+        return catalog.convenience(name)
+    sig = rec["signature"]
+    return catalog.make_function(name, sig["required"], sig["optional"], rec["defaults"], sig["doc"], fam)
+
+
+def family(name: str) -> Family:
+    """The family of the catalog mechanism ``name`` as binding takes it: its ``ShippedFamily`` where its record is
+    current, else the catalog module's ``family``.
+
+    Parameters
+    ----------
+    name : one of ``catalog.names()``.
+
+    Returns
+    -------
+    A ``Family`` (the same parameters, key and answers either way).
+
+    Raises
+    ------
+    ModuleNotFoundError : no such catalog module.
+    """
+    return shipped(name) or catalog.catalog(name).family
+
+
 class Parameter:
     """A parameter's name and assumptions, as a record gives them (what binding reads of a SymPy Symbol)."""
 

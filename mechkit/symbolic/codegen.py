@@ -35,9 +35,10 @@ from .entries import (
     load_entry,
     load_module,
     prune,
+    to_srepr,
     write_entry,
 )
-from .parse import parse_srepr
+
 
 class _ThetaSymbols:
     """Prints the kernel variable as ``X`` and the parameters as ``theta[i]`` (``names``: Symbol -> text)."""
@@ -336,29 +337,3 @@ def high_precision_kernels(structure):
         return [n for n in (structure.get("logp"), structure.get("logq"), structure.get("L")) if n is not None]
     names = [v["L"] for v in structure.get("variants", {}).values() if not v.get("zero")]
     return list(dict.fromkeys(names))  # variants shared by several sign patterns: once
-
-
-def to_srepr(v):
-    """A display value (an expression, None, text, or lists and tuples of them) as JSON (``from_srepr``)."""
-    if v is None:  # a piecewise loss has no single expression to show
-        return {"none": True}
-    if isinstance(v, list):
-        return {"list": [to_srepr(x) for x in v]}
-    if isinstance(v, tuple):
-        return {"tuple": [to_srepr(x) for x in v]}
-    if isinstance(v, str):
-        return {"str": v}
-    return {"expr": sp.srepr(v)}
-
-
-def from_srepr(v):
-    """The display value that ``to_srepr`` wrote: SymPy text is parsed without evaluating Python."""
-    if "none" in v:
-        return None
-    if "list" in v:
-        return [from_srepr(x) for x in v["list"]]
-    if "tuple" in v:
-        return tuple(from_srepr(x) for x in v["tuple"])
-    if "str" in v:
-        return v["str"]
-    return parse_srepr(v["expr"])

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..cache import cache_dir
 from ..errors import SpecificationError
+from . import sp
 
 #: what generated modules and cached structures depend on: the derivation, and the engine modules a generated module
 #: uses (the scalar helpers it calls, the kernel signature it is compiled with)
@@ -166,6 +167,35 @@ def load_entry(d, key):
         return None
 
 
+def to_srepr(v):
+    """A display value (an expression, None, text, or lists and tuples of them) as JSON (``from_srepr``)."""
+    if v is None:  # a piecewise loss has no single expression to show
+        return {"none": True}
+    if isinstance(v, list):
+        return {"list": [to_srepr(x) for x in v]}
+    if isinstance(v, tuple):
+        return {"tuple": [to_srepr(x) for x in v]}
+    if isinstance(v, str):
+        return {"str": v}
+    return {"expr": sp.srepr(v)}
+
+
+def from_srepr(v):
+    """The display value that ``to_srepr`` wrote: SymPy text is parsed without evaluating Python (SymPy imported
+    here, where an expression is shown)."""
+    if "none" in v:
+        return None
+    if "list" in v:
+        return [from_srepr(x) for x in v["list"]]
+    if "tuple" in v:
+        return tuple(from_srepr(x) for x in v["tuple"])
+    if "str" in v:
+        return v["str"]
+    from .parse import parse_srepr
+
+    return parse_srepr(v["expr"])
+
+
 class Display(Mapping):
     """The display expressions of a loaded entry (name -> SymPy text, ``codegen.to_srepr``), parsed into SymPy on
     first access (SymPy is imported then, not when the entry is loaded)."""
@@ -175,7 +205,6 @@ class Display(Mapping):
 
     def __getitem__(self, key):
         if key not in self._parsed:
-            from .codegen import from_srepr  # SymPy: only where an expression is shown
             self._parsed[key] = from_srepr(self._raw[key])
         return self._parsed[key]
 
