@@ -27,6 +27,7 @@ from . import relations
 from .composition import Composition, compose
 from .errors import ParameterError
 from .laws.catalog import catalog
+from .laws.shipped import family
 from .laws.tabulated import TabulatedMechanism, tabulated_losses
 from .transforms import replace_one, subsample, with_relation
 
@@ -54,7 +55,7 @@ def _additive(m, relation):
 def _base(event, relation):
     """The mechanism of one non-composite event (None for a no-op)."""
     kind = type(event).__name__
-    fam = lambda name: catalog(name).family  # noqa: E731
+    fam = family  # the catalog's family, from its shipped record where it has one (no SymPy)
     if kind == "NoOpDpEvent":
         return None
     if kind == "GaussianDpEvent":
