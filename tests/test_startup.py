@@ -85,6 +85,34 @@ def test_the_readme_question_by_auto_needs_no_saddle_point():
     assert not {"scipy.optimize", "scipy.integrate"} & mods
 
 
+def test_the_readme_question_leaves_the_rarely_used_entries_uncompiled():
+    """The FFT's exponent pass (losses wider than 700 nats), its running minimum (a curve's later queries) and the
+    vectorised checked inverse compile at their first call (``engine.lazy``), not at import (~0.6 s of a cold
+    process); the first call compiles them for their one signature."""
+    code = ("import mechkit as mk\nm = mk.subsample(mk.gaussian(sigma=0.8), 0.01)\n"
+            "print(mk.compose((m, 300)).epsilon(1e-5, method='fft'))\n"
+            "from mechkit.accountants import fft_sums\nfrom mechkit.engine import roots\n"
+            "print('COMPILED', [f.compiled for f in (fft_sums._exponents, fft_sums.running_min_delta, "
+            "roots.checked_inverse_many)], roots.checked_inverse.signatures)")
+    mods, out = _modules_after(code)
+    assert "COMPILED [False, False, False] []" in out.stdout
+
+
+def test_a_lazy_entry_compiles_its_signature_at_the_first_call_only():
+    import numpy as np
+    from numba import types
+
+    from mechkit.engine import lazy
+
+    @lazy.entry(types.float64(types.float64[::1], types.int64), error_model="numpy")
+    def weighted(x, k):
+        return x.sum() * k
+    assert not weighted.compiled and weighted.__name__ == "weighted"
+    assert weighted(np.arange(4.0), 3) == 18.0 and weighted.compiled
+    assert weighted(np.arange(4.0), 2.0) == 12.0  # converted to the one signature, not compiled again
+    assert len(weighted.dispatcher.signatures) == 1
+
+
 _CATALOG_QUESTIONS = '''import mechkit as mk
 from mechkit import cli
 m = mk.subsample(mk.gaussian(sigma=1.0), 0.1)

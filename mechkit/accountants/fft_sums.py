@@ -7,6 +7,7 @@ import math
 import numpy as np
 from numba import njit, types
 
+from ..engine import lazy
 from ..engine.kernels import A1
 
 #: the scaled suffix sum of p e^{-y} is rescaled by this power of 2 (exactly) whenever the scale would grow past it
@@ -67,7 +68,7 @@ def compensated_sum(x):
     return s + comp
 
 
-@njit(types.int64[::1](A1), cache=True, error_model="numpy", nogil=True)
+@lazy.entry(types.int64[::1](A1), error_model="numpy", nogil=True)  # losses wider than 700 nats only
 def _exponents(y):
     """In place y_i -> ref_i - y_i for ``suffix_sums`` (ref starts at the last y, moves down by _SUFFIX_STEP before
     index i whenever ref - y_i would exceed 700), and the indices before which it moved, in decreasing order."""
@@ -132,8 +133,7 @@ def first_at_most(d1, ld2, first, step, shift, i, target):
     return n - 1
 
 
-@njit(A1(A1, A1, types.int64, types.float64, types.float64, types.int64), cache=True, error_model="numpy",
-      nogil=True)
+@lazy.entry(A1(A1, A1, types.int64, types.float64, types.float64, types.int64), error_model="numpy", nogil=True)
 def running_min_delta(d1, ld2, first, step, shift, i):
     """min_{i <= k <= j} D_k (``_support_delta``) for j = i .. n - 1 (``DiscreteCurve.epsilon``'s later queries
     bisect it)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, types
 
+from . import lazy
 from .kernels import A1, KT, f8
 
 
@@ -57,7 +58,7 @@ def invert_monotone(f, s, a, b, increasing, theta):
     return 0.5 * (lo + hi)
 
 
-@njit(f8(KT, types.boolean, KT, f8, f8, f8, types.boolean, f8, A1), cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", inline="always")  # inlined into its compiled callers: no entry of its own
 def checked_inverse(inv, has_inv, f, s, a, b, increasing, tol, theta):
     """L^{-1}(s) on [a, b]: the closed form where it lands in [a, b] with residual |L(x) - s| <= tol (1 + |s|),
     else bracketed bisection on f = L."""
@@ -68,7 +69,7 @@ def checked_inverse(inv, has_inv, f, s, a, b, increasing, tol, theta):
     return invert_monotone(f, s, a, b, increasing, theta)
 
 
-@njit(A1(KT, types.boolean, KT, A1, f8, f8, types.boolean, f8, A1), cache=True, error_model="numpy")
+@lazy.entry(A1(KT, types.boolean, KT, A1, f8, f8, types.boolean, f8, A1), error_model="numpy")
 def checked_inverse_many(inv, has_inv, f, ss, a, b, increasing, tol, theta):
     out = np.empty(ss.shape[0])
     for i in range(ss.shape[0]):
