@@ -135,9 +135,33 @@ def load_text(avg):
     return "?" if not avg else f"{avg[0]:.2f}"
 
 
+def settle(timeout=180.0):
+    """Wait until no second process of an earlier run is still compiling (``engine/warm.py``'s ``python -c "import
+    mechkit.engine.quadrature; ..."``): it outlives the command that started it (the tilted moments take it seconds
+    after the README command's answer) and would share the two cores with the next timed run.  Linux's /proc only;
+    elsewhere nothing is waited for."""
+    proc = Path("/proc")
+    deadline = time.monotonic() + timeout
+    while proc.is_dir() and time.monotonic() < deadline:
+        busy = False
+        for d in proc.iterdir():
+            if d.name.isdigit():
+                try:
+                    busy = b"import mechkit.engine." in (d / "cmdline").read_bytes()
+                except OSError:
+                    continue
+                if busy:
+                    break
+        if not busy:
+            return
+        time.sleep(0.2)
+
+
 def run(cmd, env, timeout, stamp=False):
     """Run ``cmd`` in ``ROOT`` and time it from the outside: {wall_s, rc, stdout, stderr}, ``error`` on a
-    timeout.  ``stamp``: also {stderr_lines: [[seconds since start, line], ...]}, each line stamped as it arrives."""
+    timeout.  ``stamp``: also {stderr_lines: [[seconds since start, line], ...]}, each line stamped as it arrives.
+    Every run starts once an earlier run's second process has finished (``settle``)."""
+    settle()
     if not stamp:
         t = time.perf_counter()
         try:
