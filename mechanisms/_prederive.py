@@ -57,9 +57,8 @@ def record(fam, sig=None):
         if rate is None or sp.expand(e - (1 - rate)) != 0:
             return None
         consts.append([c.name, [shipped.COMPLEMENT, rate.name]])
-    flags = ("is_integer", "is_positive", "is_nonnegative", "is_negative")
     rec = {"name": fam.name, "key": fam.key, "relation": fam.relation, "one_sided": fam.one_sided,
-           "parameters": [[s.name, {f: bool(getattr(s, f)) for f in flags}] for s in fam.parameters],
+           "parameters": [[s.name, {f: bool(getattr(s, f)) for f in shipped.FLAGS}] for s in fam.parameters],
            "constraints": {k: list(v) for k, v in fam.constraints.items()}, "defaults": fam.defaults,
            "constants": consts}
     if sig is not None:

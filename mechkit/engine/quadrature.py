@@ -252,10 +252,10 @@ def gk_adaptive(mode, f1_at, f2_at, f3_at, edges, c, w, t, shift, mu, nmom, thet
     pval = np.zeros(m)
     perr = np.zeros(m)
     iroff = 0
-    # one exit (each return of two fresh arrays is a copy of that code): the totals, or zeros where nothing was
-    # integrated or the iterations ran out
-    done = n == 0
-    for it in range(max_cap if n > 0 else 0):
+    # one exit (each return of two fresh arrays is a copy of that code): the totals (zeros where nothing was
+    # integrated: the first check stops there), or zeros where the iterations ran out
+    done = False
+    for it in range(max_cap):
         if n + 1 >= cap and cap < max_cap:
             cap = min(2 * cap, max_cap)
             lo, hi = _grown(lo, n, cap), _grown(hi, n, cap)
@@ -303,7 +303,7 @@ def gk_adaptive(mode, f1_at, f2_at, f3_at, edges, c, w, t, shift, mu, nmom, thet
             if iroff >= 10:  # the error estimate is at the floor set by the integrand's own rounding
                 done = True
                 break
-    if not done or n == 0:
+    if not done:
         for j in range(m):
             tot[j] = 0.0
             tot_err[j] = 0.0

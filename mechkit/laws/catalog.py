@@ -163,7 +163,6 @@ def make_function(name: str, required: list, optional: list, defaults: dict, doc
     -------
     The function; a ``ParameterError`` shows its signature where the arguments do not fit it.
     """
-    """``mk.<name>``: binds ``fam`` with the arguments by position or keyword (``required``, then ``optional``)."""
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
     sig = inspect.Signature([inspect.Parameter(n, kind) for n in required]
                             + [inspect.Parameter(n, kind, default=defaults[n]) for n in optional])

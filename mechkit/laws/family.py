@@ -65,7 +65,7 @@ def keep_derivation(key: str, loaded: tuple) -> tuple:
 
 def __getattr__(name):
     """``derive`` (the symbolic derivation): imported on first use, so that a family whose derivation is cached or
-    shipped binds without importing SymPy (``laws.catalog``'s records)."""
+    shipped binds without importing SymPy (``laws.shipped``'s records)."""
     if name != "derive":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from ..symbolic.derive import derive

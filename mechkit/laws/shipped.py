@@ -33,6 +33,8 @@ SOURCES = ("laws/family.py", "laws/constants.py", "laws/shipped.py", "symbolic/s
            "transforms/subsampling.py", "transforms/replace.py", "relations.py")
 #: the constant a record may carry: the complement 1 - r of a sampling rate r
 COMPLEMENT = "complement"
+#: the assumptions of a parameter a record keeps (what binding reads of a SymPy Symbol)
+FLAGS = ("is_integer", "is_positive", "is_nonnegative", "is_negative")
 
 
 def sources_hash() -> str:
@@ -109,21 +111,6 @@ def shipped(ref: str, via: tuple | None = None) -> Family | None:
     return _SHIPPED[ref]
 
 
-def family_of(name: str) -> Family:
-    """What a pickled catalog ``ShippedFamily`` becomes: the shipped family of ``name`` where its record is current,
-    else the catalog module's family.
-
-    Parameters
-    ----------
-    name : a catalog module's name.
-
-    Returns
-    -------
-    The family.
-    """
-    return shipped(name) or catalog.catalog(name).family
-
-
 def convenience(name: str) -> object:
     """``mk.<name>``: the catalog's convenience function, binding the family from its record where it has a current
     one (no SymPy), else the catalog module's (``catalog.convenience``).
@@ -158,7 +145,8 @@ def family(name: str) -> Family:
 
     Returns
     -------
-    A ``Family`` (the same parameters, key and answers either way).
+    A ``Family`` (the same parameters, key and answers either way); also what a pickled catalog ``ShippedFamily``
+    becomes.
 
     Raises
     ------
@@ -170,11 +158,11 @@ def family(name: str) -> Family:
 class Parameter:
     """A parameter's name and assumptions, as a record gives them (what binding reads of a SymPy Symbol)."""
 
-    __slots__ = ("name", "is_integer", "is_positive", "is_nonnegative", "is_negative")
+    __slots__ = ("name", *FLAGS)
 
     def __init__(self, name, flags):
         self.name = name
-        for k in self.__slots__[1:]:
+        for k in FLAGS:
             setattr(self, k, bool(flags.get(k)))
 
     def __repr__(self):
@@ -204,7 +192,7 @@ class ShippedFamily(Family):
 
     def __reduce__(self):
         if self._via is None:
-            return family_of, (self._ref,)
+            return family, (self._ref,)
         make, base, scheme, relation = self._via
         return make, (base, scheme, relation)
 

@@ -1,6 +1,6 @@
 """The half of the cache of derivations that needs no SymPy: the code version, and reading, writing and loading
 entries (``fam_<key>.json``: the structure and the display expressions as SymPy text; ``fam_<key>.py``: the
-generated module), so that a family whose entry exists (``laws.catalog``'s shipped records) binds without importing
+generated module), so that a family whose entry exists (``laws.shipped``'s records) binds without importing
 SymPy.  ``codegen`` derives and writes entries with these.
 """
 from __future__ import annotations
