@@ -19,6 +19,8 @@ import math
 import numpy as np
 from numba import njit
 
+from ..engine.collection import paused
+
 from .fft_sums import neumaier_step
 
 EPS = float(np.finfo(float).eps)
@@ -118,13 +120,19 @@ def low_frequencies(x, first, N, W):
     """X_w = sum_j x_j e^{-2 pi i w (first + j) / N} for w = 1..W (complex array), x >= 0 a pmf whose first entry
     sits at the signed circle position ``first`` (its zeros are skipped); ``error`` bounds each."""
     bits, lo_c, lo_s, hi_c, hi_s = tables(N)
+    if not _low_dft.signatures:
+        compile_low_dft()
     re, im = _low_dft(np.ascontiguousarray(x, dtype=float), int(first), int(N), int(W), bits, lo_c, lo_s, hi_c, hi_s)
     return re + 1j * im
 
 
 def compile_low_dft():
-    """Compile (or load) ``low_frequencies``' sums ahead of their first use (``fft.compile_meanwhile``)."""
-    low_frequencies(np.ones(4), 0, 64, 1)
+    """Compile (or load) ``low_frequencies``' sums ahead of their first use (``fft.compile_meanwhile``), the garbage
+    collector paused (``engine.collection``)."""
+    if not _low_dft.signatures:
+        bits, lo_c, lo_s, hi_c, hi_s = tables(64)
+        with paused():
+            _low_dft(np.ones(4), 0, 64, 1, bits, lo_c, lo_s, hi_c, hi_s)
 
 
 def error(mass, n):

@@ -73,7 +73,8 @@ class _Accountants(Mapping):
     def __getitem__(self, method):
         got = self._loaded.get(method)
         if got is None:
-            with announce(f"compiling the {method} accountant"):
+            from ..engine.collection import paused  # the engine (and Numba) only when an accountant is compiled
+            with announce(f"compiling the {method} accountant"), paused():
                 mod = importlib.import_module(f"{__package__}.{self._MODULES[method]}")
             got = self._loaded[method] = (mod.epsilon, mod.delta)
         return got

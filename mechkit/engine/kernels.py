@@ -16,6 +16,7 @@ from numba.extending import intrinsic
 from ..errors import SpecificationError
 from ..progress import tally
 from . import warm
+from .collection import paused
 
 # Kernels are passed as first-class functions of this type.  Engine functions carry explicit signatures so
 # their cache key is structural: one compiled engine serves every family, in every process.
@@ -83,7 +84,8 @@ def _compiled(dispatcher, name, mod):
     if KERNEL_SIG.args not in dispatcher.overloads:
         start = time.perf_counter()
         try:
-            dispatcher.compile(KERNEL_SIG)
+            with paused():
+                dispatcher.compile(KERNEL_SIG)
         except Exception as exc:
             raise SpecificationError(f"the derived kernel {name} cannot be compiled: {exc}") from exc
         tally(mod.__name__, f"compiling the kernels of {getattr(mod, 'LABEL', 'a family')}",

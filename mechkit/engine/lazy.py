@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 from numba import njit
 
+from .collection import paused
+
 _LOCK = threading.Lock()
 
 
@@ -33,7 +35,7 @@ class LazyEntry:
     def __call__(self, *args: object) -> object:
         d = self.dispatcher
         if not d.signatures:
-            with _LOCK:
+            with _LOCK, paused():
                 if not d.signatures:
                     d.compile(self.signature)
                     d.disable_compile()

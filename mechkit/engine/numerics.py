@@ -14,6 +14,7 @@ import importlib
 
 from ..progress import announce
 from . import warm
+from .collection import paused
 
 #: name -> the engine module defining it.  A module is imported (and its functions compiled, or loaded from
 #: Numba's cache) on the first use of one of its names, so a query compiles only the subjects it needs.
@@ -38,12 +39,12 @@ def __getattr__(name):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     if warm.pending(mod):  # a second process compiles the subject: work meanwhile
         for other in warm.MEANWHILE:
-            with announce(f"compiling the numerical engine: {other}"):
+            with announce(f"compiling the numerical engine: {other}"), paused():
                 importlib.import_module(f"{__package__}.{other}")
         warm.work_while_pending(mod)
         with announce(f"compiling the numerical engine: {mod} (in a second process)"):
             warm.wait(mod)
-    with announce(f"compiling the numerical engine: {mod}"):
+    with announce(f"compiling the numerical engine: {mod}"), paused():
         value = getattr(importlib.import_module(f"{__package__}.{mod}"), name)
     globals()[name] = value
     return value

@@ -62,7 +62,9 @@ def start() -> None:
             env["NUMBA_CACHE_DIR"] = str(config.CACHE_DIR)
         root = str(Path(__file__).resolve().parents[2])  # the directory holding this mechkit package
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-        code = "; ".join(f"import mechkit.engine.{s}; print({s!r}, flush=True)" for s in SUBJECTS)
+        # it only compiles: its cyclic garbage collector stays off (``collection``)
+        code = "; ".join(["import gc", "gc.disable()"]
+                         + [f"import mechkit.engine.{s}; print({s!r}, flush=True)" for s in SUBJECTS])
         # run from that directory: ``python -c`` puts its working directory first on the path, and a user working in
         # a source checkout (the README's commands run in one) would otherwise warm the checkout's copy
         # unbuffered bytes: a report read is never held in a buffer ``select`` cannot see (``_reported``)

@@ -1,0 +1,36 @@
+"""Python's cyclic garbage collector paused while Numba compiles (or loads from its cache) mechkit's functions.
+
+Numba's compiler allocates many short-lived objects; each of the collector's passes meanwhile walks every object
+alive (Numba's and SciPy's heaps included), and a cold first query spent ~8% of its time there.  ``paused()`` turns
+the collector off for the ``with`` body and back on when the outermost body ends (re-entrant, across threads), if
+it was on when the first began; the garbage made meanwhile is collected then.  Only mechkit's own compilations are
+wrapped (the engine's subjects, an accountant's module, a family's kernels, an entry compiled at its first call):
+a user's Numba code compiles as it did.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+import threading
+from collections.abc import Iterator
+
+_LOCK = threading.Lock()
+_STATE = {"depth": 0, "restore": False}
+
+
+@contextlib.contextmanager
+def paused() -> Iterator[None]:
+    """Run the ``with`` body with the cyclic garbage collector off (``gc.disable``); the outermost body of any thread
+    turns it on again when it ends, if it was on when the first body began."""
+    with _LOCK:
+        if _STATE["depth"] == 0:
+            _STATE["restore"] = gc.isenabled()
+            gc.disable()
+        _STATE["depth"] += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _STATE["depth"] -= 1
+            if _STATE["depth"] == 0 and _STATE["restore"]:
+                gc.enable()
