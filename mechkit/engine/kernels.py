@@ -74,7 +74,7 @@ class KernelRef:
         return KERNEL_SIG
 
     def __call__(self, x, theta):
-        return call(self, float(x), theta)
+        return call_at(self.address, float(x), theta)
 
 
 def _compiled(dispatcher, name, mod):
@@ -133,16 +133,51 @@ def as_kernel(typingctx, addr):
     return KT(types.int64), codegen
 
 
-@njit(A1(KT, A1, A1), cache=True, error_model="numpy")
-def vmap(f, xs, theta):
+@njit(A1(types.int64, A1, A1), cache=True, error_model="numpy")
+def vmap_at(addr, xs, theta):
+    """[f(x, theta) for x in xs] for the kernel f at ``addr`` (``KernelRef.address``)."""
+    f = as_kernel(addr)
     out = np.empty(xs.shape[0])
     for i in range(xs.shape[0]):
         out[i] = f(xs[i], theta)
     return out
 
 
-@njit(f8(KT, f8, A1), cache=True, error_model="numpy")
-def call(f, x, theta):
-    """f(x, theta) from Python (a family's kernels have no Python entry point of their own; a parameter-only
-    expression at x = 0.0)."""
-    return f(x, theta)
+@njit(f8(types.int64, f8, A1), cache=True, error_model="numpy")
+def call_at(addr, x, theta):
+    """f(x, theta) for the kernel f at ``addr`` (``KernelRef.address``) from Python: a family's kernels have no
+    Python entry point of their own, and an address crosses into compiled code as a plain integer (~0.3 us a call;
+    a ``KernelRef`` passed as a first-class function is unboxed through Python, ~3 us)."""
+    return as_kernel(addr)(x, theta)
+
+
+def vmap(f: KernelRef, xs: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """[f(x, theta) for x in xs].
+
+    Parameters
+    ----------
+    f : the kernel.
+    xs : float64 array (contiguous).
+    theta : the bound parameter vector (float64, contiguous).
+
+    Returns
+    -------
+    A new float64 array.
+    """
+    return vmap_at(f.address, xs, theta)
+
+
+def call(f: KernelRef, x: float, theta: np.ndarray) -> float:
+    """f(x, theta) (a parameter-only expression at x = 0.0).
+
+    Parameters
+    ----------
+    f : the kernel.
+    x : a float.
+    theta : the bound parameter vector (float64, contiguous).
+
+    Returns
+    -------
+    The kernel's value.
+    """
+    return call_at(f.address, x, theta)
