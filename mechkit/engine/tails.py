@@ -8,6 +8,7 @@ import math
 import numpy as np
 from numba import njit, types
 
+from . import lazy
 from .kernels import A1, KT, as_kernel, f8
 from .roots import checked_inverse
 from .scalars import lae, log1mexp
@@ -35,7 +36,7 @@ def _add(acc, v, prob):
     return acc + v if prob else lae(acc, v)
 
 
-@njit(types.void(A1, A1, A1, A1, f8, types.boolean, types.boolean, A1), cache=True, error_model="numpy", nogil=True)
+@lazy.entry(types.void(A1, A1, A1, A1, f8, types.boolean, types.boolean, A1), error_model="numpy", nogil=True)
 def atom_tails(values, below, above, ss, split, closed, prob, out):
     """out_i = the atoms' mass on the evaluated side of s_i (``_above``), from the log-sums over the atoms
     before index j (``below``) and from index j on (``above``), j = 0..n for the sorted values."""

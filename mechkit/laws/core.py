@@ -85,6 +85,9 @@ class AtomSet:
 
     def tails(self, m, s, split, closed, prob, out):
         """out = the P_m-mass of the atoms on the evaluated side of each s_i, or its log (``Law.tails``)."""
+        if not self.values.size:  # no atoms (most continuous laws): mass 0 everywhere, atom_tails left uncompiled
+            out.fill(0.0 if prob else NEG_INF)
+            return
         N.atom_tails(self.values, self._below[m], self._above[m], s, split, closed, prob, out)
 
 

@@ -29,3 +29,19 @@ def test_tails_at_the_atoms_put_the_atom_on_the_right_side(make):
         if not plrv.has_monotone_pieces:                             # purely atomic: tails are the sums
             np.testing.assert_allclose(sf, above, rtol=1e-12, atol=1e-300)
             np.testing.assert_allclose(cdf, cdf_atoms, rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize("prob", [True, False])
+@pytest.mark.parametrize("closed", [True, False])
+def test_a_law_without_atoms_gives_the_compiled_pass_answer_without_it(prob, closed):
+    """``AtomSet.tails`` answers an empty set itself (mass 0, log -inf) and leaves ``atom_tails`` uncompiled where no
+    law has atoms: the same numbers as the compiled pass over no atoms."""
+    from mechkit.engine import numerics as N
+    from mechkit.laws.core import AtomSet
+    empty = AtomSet([], [], [])
+    s = np.array([-np.inf, -3.0, 0.0, 0.5, 2.0, np.inf])
+    for m in (0, 1):
+        got, want = np.full(s.shape, np.nan), np.full(s.shape, np.nan)
+        empty.tails(m, s, 0.5, closed, prob, got)
+        N.atom_tails(empty.values, empty._below[m], empty._above[m], s, 0.5, closed, prob, want)
+        assert got.tolist() == want.tolist() == ([0.0] * 6 if prob else [-np.inf] * 6)
