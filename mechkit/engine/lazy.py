@@ -3,8 +3,8 @@ engine function has), compiled -- or loaded from Numba's disk cache -- at the fi
 
 A signature given to ``@njit`` compiles at import: a module's rarely used entry points (the FFT's running minimum
 for a curve's later queries, its exponent pass for losses wider than 700 nats, the vectorised checked inverse, the
-tails of a law's atoms) were compiled by every cold process that imported the module, ~0.8 s of the README
-command's first run.
+tails of a law's atoms, the tilted moments' scan grids) were compiled by every cold process that imported the
+module, ~0.9 s of the README command's first run.
 """
 from __future__ import annotations
 

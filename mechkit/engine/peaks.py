@@ -8,6 +8,7 @@ import math
 import numpy as np
 from numba import njit, types
 
+from . import lazy
 from .kernels import A1, KT, as_kernel, f8
 from .quadrature import gval
 
@@ -174,9 +175,10 @@ def scan_grid(mode, f1, f2, a, b, theta):
     return pts, v1, v2
 
 
-@njit(types.UniTuple(A1, 3)(types.int64, types.int64, types.int64, f8, f8, A1), cache=True, error_model="numpy")
+@lazy.entry(types.UniTuple(A1, 3)(types.int64, types.int64, types.int64, f8, f8, A1), error_model="numpy")
 def scan_grid_at(mode, f1_at, f2_at, a, b, theta):
-    """``scan_grid`` with the kernels as addresses (``KernelRef.address``: no first-class function unboxing)."""
+    """``scan_grid`` with the kernels as addresses (``KernelRef.address``: no first-class function unboxing); compiled
+    at the first call (the tilted moments' grids: an FFT query never asks)."""
     return scan_grid(mode, as_kernel(f1_at), as_kernel(f2_at), a, b, theta)
 
 
