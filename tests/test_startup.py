@@ -322,6 +322,26 @@ def test_a_report_read_with_an_earlier_one_is_seen_without_blocking(monkeypatch)
     proc.wait()
 
 
+def test_subjects_reported_before_the_one_awaited_are_named_without_blocking(monkeypatch):
+    """While it waits for "peaks", this process loads what the second process has already reported ("quadrature",
+    which "peaks" imports anyway): ``ready_before`` names it without waiting for more; nothing later, nothing unread."""
+    import time
+
+    from mechkit.engine import warm
+    proc = subprocess.Popen([sys.executable, "-c", "print('quadrature', flush=True); import time; time.sleep(3); "
+                             "print('peaks', flush=True)"], stdout=subprocess.PIPE, bufsize=0)
+    monkeypatch.setattr(warm, "_STATE", {"proc": proc, "done": set()})
+    assert warm.ready_before("quadrature") == []  # nothing comes before the first subject
+    time.sleep(1.0)  # the first report is in the pipe, the second is not
+    start = time.perf_counter()
+    assert warm.ready_before("tilted") == ["quadrature"] and time.perf_counter() - start < 1.0
+    assert warm.pending("peaks")
+    proc.kill()
+    proc.wait()
+    monkeypatch.setattr(warm, "_STATE", {"proc": None})
+    assert warm.ready_before("peaks") == []  # no second process: nothing to load early
+
+
 def test_the_code_version_is_kept_beside_a_hash_of_the_sources(tmp_path, monkeypatch):
     """``entries.code_version`` parses the sources once per cache: a later process with the same bytes reads the
     memo (a planted answer proves it is read), one with other bytes or a damaged memo parses again."""

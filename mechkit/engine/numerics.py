@@ -42,6 +42,9 @@ def __getattr__(name):
             with announce(f"compiling the numerical engine: {other}"), paused():
                 importlib.import_module(f"{__package__}.{other}")
         warm.work_while_pending(mod)
+        for ready in warm.ready_before(mod):  # loaded from the cache meanwhile (the subject imports them anyway)
+            with announce(f"loading the numerical engine: {ready}"), paused():
+                importlib.import_module(f"{__package__}.{ready}")
         with announce(f"compiling the numerical engine: {mod} (in a second process)"):
             warm.wait(mod)
     with announce(f"compiling the numerical engine: {mod}"), paused():

@@ -131,6 +131,15 @@ def work_while_pending(subject: str) -> None:
             pass
 
 
+def ready_before(subject: str) -> list[str]:
+    """The subjects compiled before ``subject`` (``SUBJECTS``' order) that the second process has reported (its
+    reports read without blocking): their cache is complete, so this process can load them while it waits."""
+    if _STATE.get("proc") is None or subject not in SUBJECTS:
+        return []
+    _reported(subject)
+    return [s for s in SUBJECTS[:SUBJECTS.index(subject)] if s in _STATE.get("done", ())]
+
+
 def wait(subject: str) -> None:
     """Wait until the second process (if any) reports ``subject`` compiled, or ends; the subject is then in Numba's
     cache, or this process compiles it."""
