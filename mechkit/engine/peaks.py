@@ -13,7 +13,7 @@ from .kernels import A1, KT, as_kernel, f8
 from .quadrature import gval
 
 
-@njit(f8(types.int64, KT, KT, f8, f8, f8, A1, f8, f8, f8), cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")  # inlined into peak_from_grid, its one caller
 def _peak_width(mode, f1, f2, a, b, t, theta, xs, gs, d0):
     """About where g has dropped by 1 from its peak gs at xs: on each side, from the step d0 (a guess of the
     scale; at least 1e-9 (1 + |xs|)), steps growing or shrinking 4x until one has dropped by 1 and the next
@@ -65,7 +65,7 @@ def _peak_width(mode, f1, f2, a, b, t, theta, xs, gs, d0):
 EXTENT_NATS = 60.0
 
 
-@njit(types.UniTuple(f8, 2)(types.int64, KT, KT, f8, A1, f8, f8, f8, f8), cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")  # inlined into peak_from_grid, its one caller
 def _brent_max(mode, f1, f2, t, theta, left, right, xb, gb):
     """(x, g(x)) at the maximum of g on [left, right] by Brent's method (parabolic steps through the three best
     points, golden sections where a parabola is not trustworthy or a value is not finite), from the scanned best
@@ -139,7 +139,7 @@ def _brent_max(mode, f1, f2, t, theta, left, right, xb, gb):
     return x, -fx
 
 
-@njit(types.UniTuple(A1, 3)(types.int64, KT, KT, f8, f8, A1), cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")  # inlined into peak_scan_at (and scan_grid_at)
 def scan_grid(mode, f1, f2, a, b, theta):
     """The peak scan's fixed grid on [a, b] (a geometric grid around 0, or the finite end, plus 101 equal points on a
     finite interval) with f1 and f2 there: (points, f1, f2).  It does not depend on the tilt, so a piece's grid is
@@ -221,7 +221,7 @@ def peak_from_grid(mode, f1, f2, a, b, t, theta, pts, v1, v2):
     return xs, gs, _peak_width(mode, f1, f2, a, b, t, theta, xs, gs, 0.25 * (right - left)), xlo, xhi
 
 
-@njit(types.UniTuple(f8, 5)(types.int64, KT, KT, f8, f8, f8, A1), cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")  # inlined into peak_scan_at: no entry of its own
 def peak_scan_extent(mode, f1, f2, a, b, t, theta):
     """Locate the maximum of g(x) = (1+t) f1 - t f2 (mode 0) or f1 (mode 1) on [a, b].
 
@@ -243,7 +243,7 @@ def peak_scan_at(mode, f1_at, f2_at, a, b, t, theta):
     return xs, gs, w
 
 
-@njit(types.boolean(KT, KT, f8, f8, f8, f8, A1), cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")  # inlined into tilt_diverges_at and tilted's tilt_piece
 def tilt_diverges(lp, lq, a, b, t, gs, theta):
     """True when the tilted integrand (1+t) lp - t lq does not decay at an infinite end of [a, b] (M(t) = inf);
     gs is its maximum on the piece."""
