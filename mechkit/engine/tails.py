@@ -9,12 +9,12 @@ import numpy as np
 from numba import njit, types
 
 from . import lazy
-from .kernels import A1, KT, as_kernel, f8
+from .kernels import A1, as_kernel, f8
 from .roots import checked_inverse
 from .scalars import lae, log1mexp
 
 
-@njit(types.boolean(f8, f8, types.boolean), cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _above(s, split, closed):
     """True where s is evaluated on its upper side: above the split, and at the split itself when ``closed``.
 
@@ -24,13 +24,13 @@ def _above(s, split, closed):
     return s > split or (s == split and closed)
 
 
-@njit(f8(f8, types.boolean), cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _scale(logv, prob):
     """A log-mass as accumulated: the mass (``prob``) or the log itself."""
     return math.exp(logv) if prob else logv
 
 
-@njit(f8(f8, f8, types.boolean), cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _add(acc, v, prob):
     """acc plus v, both as accumulated (``_scale``)."""
     return acc + v if prob else lae(acc, v)
@@ -54,8 +54,7 @@ def atom_tails(values, below, above, ss, split, closed, prob, out):
         out[i] = _scale(above[lo] if _above(s, split, closed) else below[lo], prob)
 
 
-@njit(f8(KT, types.int64, f8, f8, types.boolean, types.boolean, A1), cache=True, error_model="numpy",
-      inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def _beyond(k, mode, gend, x, right, prob, theta):
     """Mass of (x, b) (right) or (a, x) on a piece: mode 0, k is its closed-form log tail (mode 3: the tail
     itself, used for probabilities); mode 1, k is the antiderivative G with value gend at that end.  nan where
