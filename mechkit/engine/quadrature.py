@@ -34,7 +34,7 @@ _WG = np.array([
     0.295524224714752870173892994651338])
 
 
-@njit(cache=True, error_model="numpy")
+@njit(f8(f8, f8, f8), cache=True, error_model="numpy")  # compiled with the module: gk_integrate calls it from Python
 def u_of_x(x, c, w):
     """Inverse of x = c + w * u / (1 - u^2), u in (-1, 1)."""
     if x == np.inf:
