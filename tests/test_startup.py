@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -423,3 +424,45 @@ def test_the_second_process_warms_the_package_this_process_runs(tmp_path, monkey
     out = subprocess.run([seen["args"][0], "-c", "import mechkit; print(mechkit.__file__)"], env=kw["env"],
                          cwd=kw.get("cwd"), capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == mechkit.__file__, out.stdout + out.stderr
+
+
+def test_a_plainly_cold_engine_cache_is_told_without_numba(tmp_path, monkeypatch):
+    """``warm._plainly_cold``: the engine folder's own ``__pycache__`` holds no index of the first subject and no
+    ``NUMBA_CACHE_DIR`` points elsewhere; an index there, or the variable set, leaves the decision to Numba."""
+    from mechkit.engine import warm
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    engine = tmp_path / "mechkit" / "engine"
+    engine.mkdir(parents=True)
+    for d in (engine, engine.parent):
+        (d / "__init__.py").write_text("")
+    monkeypatch.setattr(warm, "__file__", str(engine / "warm.py"))
+    assert warm._plainly_cold()  # no __pycache__ yet: Numba's in-tree locator would create it
+    (engine.parent / "__pycache__").write_text("a file where another folder's cache would be")
+    assert not warm._plainly_cold()  # Numba cannot cache in-tree there: the engine's cache is not plainly its own
+    (engine.parent / "__pycache__").unlink()
+    (engine / "__pycache__").mkdir()
+    (engine / "__pycache__" / "peaks.x.nbi").write_text("")
+    assert warm._plainly_cold()  # another subject's index says nothing of the first
+    (engine / "__pycache__" / "quadrature.x.nbi").write_text("")
+    assert not warm._plainly_cold()
+    (engine / "__pycache__" / "quadrature.x.nbi").unlink()
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert not warm._plainly_cold()
+
+
+def test_on_a_fresh_install_the_second_process_starts_before_numba_is_imported(tmp_path):
+    """A fresh copy of the package (no compiled cache beside it), imported as the README's command does: the second
+    process is started before this one imports Numba (its ~0.2 s import then overlaps the second's)."""
+    import shutil
+
+    import mechkit
+    shutil.copytree(Path(mechkit.__file__).parent, tmp_path / "mechkit", ignore=shutil.ignore_patterns("__pycache__"))
+    code = ("import subprocess, sys\nseen = []\n"
+            "class Recorder:\n    def __init__(self, *args, **kwargs):\n"
+            "        seen.append('numba' in sys.modules)\n        self.stdout = None\n"
+            "subprocess.Popen = Recorder\nimport mechkit.engine.warm as warm\nprint('SEEN', seen, warm.started())\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "MECHKIT_ENGINE_WARMER")}
+    env["PYTHONPATH"] = str(tmp_path)
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True,
+                         timeout=120)
+    assert "SEEN [False] True" in out.stdout, out.stdout + out.stderr

@@ -3,11 +3,13 @@ finding, quadrature, peak scans and tilted moments (``numerics``, Numba), and Nu
 (``logspace``).  Nothing here knows about mechanisms or accountants.
 """
 from .. import cache as _cache
+from . import warm as _warm
+
+# where the engine's cache is plainly cold, the second process starts before this one imports Numba
+_warm.start_early()
 
 # before the first ``cache=True`` function is defined: Numba needs a writable cache location (a temporary one, with
 # a warning, where it finds none)
 _cache.ensure_numba_cache()
 
-from . import warm as _warm  # noqa: E402  (after the cache location is settled)
-
-_warm.start()
+_warm.start()  # (after the cache location is settled) where start_early did not

@@ -10,8 +10,10 @@ that subject's report (not for the later ones) and loads it from the cache.  Bot
 it would still wait, it runs the small compilations the query registered as likely needed later (``meanwhile``:
 the family's kernels not asked for yet, the FFT's low-frequency sums of a long composition), one at a time, as
 long as the subject is not reported (``work_while_pending``).
-Nothing is started where the cache is warm, where ``MECHKIT_ENGINE_WARMER=0`` (set for the second process
-itself), or where starting fails; a second process that dies early leaves the rest to this one.
+Where the cache is plainly the engine folder's own and cold (a fresh install), the second process starts before
+this one imports Numba (``start_early``); elsewhere after (``start``).  Nothing is started where the cache is
+warm, where ``MECHKIT_ENGINE_WARMER=0`` (set for the second process itself), or where starting fails; a second
+process that dies early leaves the rest to this one.
 """
 from __future__ import annotations
 
@@ -46,20 +48,64 @@ def _cold():
     return d is not None and not any(Path(d).glob(SUBJECTS[0] + ".*.nbi"))
 
 
+def _plainly_cold():
+    """Without importing Numba: whether its cache is plainly each package folder's own ``__pycache__`` (no
+    ``NUMBA_CACHE_DIR``; every folder's ``__pycache__`` a writable directory or absent from a writable folder, as
+    Numba's in-tree locator wants; else ``cache.ensure_numba_cache`` points Numba elsewhere) and the engine's holds
+    no index of the first subject.  False where that cannot be told so (``start`` then asks Numba)."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return False
+    here = Path(__file__).resolve().parent
+    try:
+        if any((here / "__pycache__").glob(SUBJECTS[0] + ".*.nbi")):  # first: the common, warm case stops here
+            return False
+        root = here.parent
+        for d in [root, *root.rglob("*")]:
+            if not d.is_dir() or d.name == "__pycache__" or not any(d.glob("*.py")):
+                continue
+            pyc = d / "__pycache__"
+            if (pyc.exists() and not pyc.is_dir()) or not os.access(pyc if pyc.exists() else d, os.W_OK):
+                return False
+        return True
+    except OSError:
+        return False
+
+
+def start_early() -> None:
+    """``start`` before Numba is imported here, where the cache is plainly cold (``_plainly_cold``: a fresh install
+    in a writable environment, as the README's commands make): the second process's start overlaps this one's
+    import of Numba (~0.2 s).  Elsewhere nothing happens, and ``start`` decides after the import."""
+    if "proc" not in _STATE and _enabled() and _plainly_cold():
+        _launch({})
+
+
 def start() -> None:
     """Start the second process if the engine's cache is cold (once per process; never fatal)."""
     if "proc" in _STATE:
         return
-    _STATE["proc"] = None
-    if os.environ.get(ENV, "1") == "0" or not sys.executable:
+    if not _enabled():
+        _STATE["proc"] = None
         return
     try:
         if not _cold():
+            _STATE["proc"] = None
             return
         from numba.core import config
-        env = dict(os.environ, **{ENV: "0"})
-        if config.CACHE_DIR:  # set here (a fallback location): the second process must write there too
-            env["NUMBA_CACHE_DIR"] = str(config.CACHE_DIR)
+        # a fallback location set here (``cache.ensure_numba_cache``): the second process must write there too
+        _launch({"NUMBA_CACHE_DIR": str(config.CACHE_DIR)} if config.CACHE_DIR else {})
+    except Exception:
+        _STATE["proc"] = None
+
+
+def _enabled():
+    return os.environ.get(ENV, "1") != "0" and bool(sys.executable)
+
+
+def _launch(extra_env):
+    """Start the second process (``_STATE["proc"]``; None where it cannot be started: never fatal)."""
+    _STATE["proc"] = None
+    try:
+        env = dict(os.environ, **{ENV: "0"}, **extra_env)
         root = str(Path(__file__).resolve().parents[2])  # the directory holding this mechkit package
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
         # it only compiles: its cyclic garbage collector stays off (``collection``)
