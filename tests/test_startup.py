@@ -427,8 +427,8 @@ def test_the_second_process_warms_the_package_this_process_runs(tmp_path, monkey
 
 
 def test_a_plainly_cold_engine_cache_is_told_without_numba(tmp_path, monkeypatch):
-    """``warm._plainly_cold``: the engine folder's own ``__pycache__`` holds no index of the first subject and no
-    ``NUMBA_CACHE_DIR`` points elsewhere; an index there, or the variable set, leaves the decision to Numba."""
+    """``warm._plainly_cold``: the engine folder's own ``__pycache__`` holds no index of the first subject (and every
+    folder's can be written), or ``NUMBA_CACHE_DIR`` names a new or empty directory; else Numba decides."""
     from mechkit.engine import warm
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     engine = tmp_path / "mechkit" / "engine"
@@ -446,8 +446,13 @@ def test_a_plainly_cold_engine_cache_is_told_without_numba(tmp_path, monkeypatch
     (engine / "__pycache__" / "quadrature.x.nbi").write_text("")
     assert not warm._plainly_cold()
     (engine / "__pycache__" / "quadrature.x.nbi").unlink()
-    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "elsewhere"))
-    assert not warm._plainly_cold()
+    elsewhere = tmp_path / "elsewhere" / "numba"
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(elsewhere))
+    assert warm._plainly_cold()  # a new directory there: nothing is cached yet
+    elsewhere.mkdir(parents=True)
+    assert warm._plainly_cold()  # empty
+    (elsewhere / "engine_0123").mkdir()
+    assert not warm._plainly_cold()  # something is cached there: Numba is asked
 
 
 def test_on_a_fresh_install_the_second_process_starts_before_numba_is_imported(tmp_path):

@@ -49,12 +49,22 @@ def _cold():
 
 
 def _plainly_cold():
-    """Without importing Numba: whether its cache is plainly each package folder's own ``__pycache__`` (no
-    ``NUMBA_CACHE_DIR``; every folder's ``__pycache__`` a writable directory or absent from a writable folder, as
-    Numba's in-tree locator wants; else ``cache.ensure_numba_cache`` points Numba elsewhere) and the engine's holds
-    no index of the first subject.  False where that cannot be told so (``start`` then asks Numba)."""
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return False
+    """Without importing Numba: whether its cache is plainly cold -- ``NUMBA_CACHE_DIR`` names a new or empty
+    writable directory, or, without it, the cache is plainly each package folder's own ``__pycache__`` (a writable
+    directory, or absent from a writable folder, as Numba's in-tree locator wants; else
+    ``cache.ensure_numba_cache`` points Numba elsewhere) and the engine's holds no index of the first subject.
+    False where that cannot be told so (``start`` then asks Numba)."""
+    given = os.environ.get("NUMBA_CACHE_DIR")
+    if given:  # Numba's cache is there: plainly cold where that directory is new, or empty, and can be written
+        d = Path(given)
+        try:
+            if d.is_dir():
+                return not any(d.iterdir()) and os.access(d, os.W_OK)
+            while not d.exists() and d.parent != d:
+                d = d.parent
+            return d.is_dir() and os.access(d, os.W_OK)
+        except OSError:
+            return False
     here = Path(__file__).resolve().parent
     try:
         if any((here / "__pycache__").glob(SUBJECTS[0] + ".*.nbi")):  # first: the common, warm case stops here
