@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -459,9 +458,8 @@ def test_on_a_fresh_install_the_second_process_starts_before_numba_is_imported(t
     """A fresh copy of the package (no compiled cache beside it), imported as the README's command does: the second
     process is started before this one imports Numba (its ~0.2 s import then overlaps the second's)."""
     import shutil
-
-    import mechkit
-    shutil.copytree(Path(mechkit.__file__).parent, tmp_path / "mechkit", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("mechkit", "mechanisms"):  # a source tree: the package and its catalog folder
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     code = ("import subprocess, sys\nseen = []\n"
             "class Recorder:\n    def __init__(self, *args, **kwargs):\n"
             "        seen.append('numba' in sys.modules)\n        self.stdout = None\n"
