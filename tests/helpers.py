@@ -83,3 +83,26 @@ def rr_delta(e0, k, eps):
         if loss > eps:
             tot += math.comb(k, j) * p ** j * (1 - p) ** (k - j) * -math.expm1(eps - loss)
     return tot
+
+
+def second_process_launch(monkeypatch):
+    """(args, keyword arguments) with which ``engine.warm.start`` would start the second process on a cold cache
+    (``subprocess.Popen`` recorded, not run)."""
+    import subprocess
+
+    from mechkit.engine import warm
+    seen = {}
+
+    class Recorder:
+        def __init__(self, args, **kwargs):
+            seen.update(args=args, kwargs=kwargs)
+            self.stdout = None
+
+    monkeypatch.setattr(warm, "_STATE", {})
+    monkeypatch.setattr(warm, "_cold", lambda: True)
+    real = subprocess.Popen
+    monkeypatch.setattr(warm.subprocess, "Popen", Recorder)
+    monkeypatch.delenv(warm.ENV, raising=False)
+    warm.start()
+    monkeypatch.setattr(warm.subprocess, "Popen", real)
+    return seen["args"], seen["kwargs"]

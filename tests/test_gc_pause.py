@@ -13,6 +13,7 @@ from numba import njit, types
 from numba.core import event
 
 from mechkit.engine import collection
+from tests.helpers import second_process_launch
 
 
 @pytest.fixture
@@ -103,25 +104,11 @@ def test_a_lazy_entry_and_a_family_kernel_compile_with_the_collector_off(collect
 
 
 def test_the_second_process_compiles_with_its_collector_off(monkeypatch):
-    from mechkit.engine import warm
-    seen = {}
-
-    class Recorder:
-        def __init__(self, args, **kwargs):
-            seen.update(args=args)
-            self.stdout = None
-
-    monkeypatch.setattr(warm, "_STATE", {})
-    monkeypatch.setattr(warm, "_cold", lambda: True)
-    real = subprocess.Popen
-    monkeypatch.setattr(warm.subprocess, "Popen", Recorder)
-    monkeypatch.delenv(warm.ENV, raising=False)
-    warm.start()
-    monkeypatch.setattr(warm.subprocess, "Popen", real)
-    code = seen["args"][-1]
+    args, _ = second_process_launch(monkeypatch)
+    code = args[-1]
     assert code.index("gc.disable()") < code.index("import mechkit.engine.")
     check = code.split("; import mechkit.engine.")[0] + "; import sys; sys.exit(gc.isenabled())"
-    assert subprocess.run([seen["args"][0], "-c", check], timeout=60).returncode == 0
+    assert subprocess.run([args[0], "-c", check], timeout=60).returncode == 0
 
 
 def test_an_engine_subject_and_an_accountant_are_imported_with_the_collector_off(collector_on, monkeypatch):

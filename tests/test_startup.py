@@ -11,7 +11,7 @@ import time
 import pytest
 
 import mechkit as mk
-from tests.helpers import ROOT
+from tests.helpers import ROOT, second_process_launch
 
 HEAVY = ("numba", "sympy", "scipy", "mpmath", "mechkit.engine", "mechkit.laws.family", "mechkit.composition")
 
@@ -400,27 +400,12 @@ def test_the_second_process_warms_the_package_this_process_runs(tmp_path, monkey
     """``python -c`` puts its working directory first on the path: started from a directory holding another
     ``mechkit`` (a source checkout beside an installed copy), the second process must still import this one."""
     import mechkit
-    from mechkit.engine import warm
     decoy = tmp_path / "mechkit"
     decoy.mkdir()
     (decoy / "__init__.py").write_text("__file__ = 'the decoy'\n")
     monkeypatch.chdir(tmp_path)
-    seen = {}
-
-    class Recorder:
-        def __init__(self, args, **kwargs):
-            seen.update(args=args, kwargs=kwargs)
-            self.stdout = None
-
-    monkeypatch.setattr(warm, "_STATE", {})
-    monkeypatch.setattr(warm, "_cold", lambda: True)
-    real = subprocess.Popen
-    monkeypatch.setattr(warm.subprocess, "Popen", Recorder)
-    monkeypatch.delenv(warm.ENV, raising=False)
-    warm.start()
-    monkeypatch.setattr(warm.subprocess, "Popen", real)
-    kw = seen["kwargs"]
-    out = subprocess.run([seen["args"][0], "-c", "import mechkit; print(mechkit.__file__)"], env=kw["env"],
+    args, kw = second_process_launch(monkeypatch)
+    out = subprocess.run([args[0], "-c", "import mechkit; print(mechkit.__file__)"], env=kw["env"],
                          cwd=kw.get("cwd"), capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == mechkit.__file__, out.stdout + out.stderr
 
