@@ -10,8 +10,8 @@ that subject's report (not for the later ones) and loads it from the cache.  Bot
 it would still wait, it runs the small compilations the query registered as likely needed later (``meanwhile``:
 the family's kernels not asked for yet, the FFT's low-frequency sums of a long composition), one at a time, as
 long as the subject is not reported (``work_while_pending``).
-Where the cache is plainly the engine folder's own and cold (a fresh install), the second process starts before
-this one imports Numba (``start_early``); elsewhere after (``start``).  Nothing is started where the cache is
+Where the cache is plainly cold (a fresh install; a new or empty ``NUMBA_CACHE_DIR``), the second process starts
+before this one imports Numba (``start_early``); elsewhere after (``start``).  Nothing is started where the cache is
 warm, where ``MECHKIT_ENGINE_WARMER=0`` (set for the second process itself), or where starting fails; a second
 process that dies early leaves the rest to this one.
 """
@@ -108,6 +108,7 @@ def start() -> None:
 
 
 def _enabled():
+    """Whether a second process may be started here (not switched off, an interpreter to start)."""
     return os.environ.get(ENV, "1") != "0" and bool(sys.executable)
 
 
