@@ -127,6 +127,23 @@ def _numba_can_cache(source_file):
         return True
 
 
+def source_folders(root: Path | None = None) -> list:
+    """The folders of the package holding Python sources (each one's functions cached beside it by Numba's in-tree
+    locator), the package's own first.
+
+    Parameters
+    ----------
+    root : the package folder (default: this mechkit package).
+
+    Returns
+    -------
+    A list of ``Path`` (sorted after the first; ``__pycache__`` folders left out).
+    """
+    root = Path(__file__).resolve().parent if root is None else Path(root)
+    return [d for d in [root, *sorted(root.rglob("*"))]
+            if d.is_dir() and d.name != "__pycache__" and any(d.glob("*.py"))]
+
+
 def ensure_numba_cache(source_files=None):
     """Give Numba's ``cache=True`` somewhere to write before the compiled modules are imported.
 
@@ -138,9 +155,7 @@ def ensure_numba_cache(source_files=None):
     None where nothing had to change (or nothing could).
     """
     if source_files is None:
-        root = Path(__file__).resolve().parent  # the mechkit package
-        source_files = [next(iter(sorted(d.glob("*.py")))) for d in [root, *sorted(root.rglob("*"))]
-                        if d.is_dir() and d.name != "__pycache__" and any(d.glob("*.py"))]
+        source_files = [next(iter(sorted(d.glob("*.py")))) for d in source_folders()]
     elif isinstance(source_files, (str, os.PathLike)):
         source_files = [source_files]
     blocked = [f for f in source_files if not _numba_can_cache(f)]

@@ -120,8 +120,7 @@ def low_frequencies(x, first, N, W):
     """X_w = sum_j x_j e^{-2 pi i w (first + j) / N} for w = 1..W (complex array), x >= 0 a pmf whose first entry
     sits at the signed circle position ``first`` (its zeros are skipped); ``error`` bounds each."""
     bits, lo_c, lo_s, hi_c, hi_s = tables(N)
-    if not _low_dft.signatures:
-        compile_low_dft()
+    compile_low_dft()  # nothing where it is compiled already
     re, im = _low_dft(np.ascontiguousarray(x, dtype=float), int(first), int(N), int(W), bits, lo_c, lo_s, hi_c, hi_s)
     return re + 1j * im
 

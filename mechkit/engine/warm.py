@@ -69,10 +69,7 @@ def _plainly_cold():
     try:
         if any((here / "__pycache__").glob(SUBJECTS[0] + ".*.nbi")):  # first: the common, warm case stops here
             return False
-        root = here.parent
-        for d in [root, *root.rglob("*")]:
-            if not d.is_dir() or d.name == "__pycache__" or not any(d.glob("*.py")):
-                continue
+        for d in cache.source_folders(here.parent):  # the folders ``cache.ensure_numba_cache`` checks
             pyc = d / "__pycache__"
             if (pyc.exists() and not pyc.is_dir()) or not os.access(pyc if pyc.exists() else d, os.W_OK):
                 return False
@@ -93,17 +90,16 @@ def start() -> None:
     """Start the second process if the engine's cache is cold (once per process; never fatal)."""
     if "proc" in _STATE:
         return
+    _STATE["proc"] = None
     if not _enabled():
-        _STATE["proc"] = None
         return
     try:
         if not _cold():
-            _STATE["proc"] = None
             return
         from numba.core import config
         # a fallback location set here (``cache.ensure_numba_cache``): the second process must write there too
         _launch({"NUMBA_CACHE_DIR": str(config.CACHE_DIR)} if config.CACHE_DIR else {})
-    except Exception:
+    except Exception:  # never fatal: this process compiles what it needs
         _STATE["proc"] = None
 
 
