@@ -29,7 +29,8 @@ import numpy as np
 
 from ...errors import NumericalLimitError, check_finite_real
 from ...estimate import Estimate, EstimateArray, clamp_into
-from .bounds import POLISH_ERRORS, POLISH_MARGIN, below_at_guess, certified_below, certified_bounds, node_log_upper
+from .bounds import (POLISH_ERRORS, POLISH_MARGIN, below_at_guess, certified_below, certified_bounds, node_log_upper,
+                     upper_at_tilt_of)
 from .formulas import (
     ZeroDelta,
     check_options,
@@ -184,7 +185,8 @@ class _Row:
 
 def _direction_estimates(dirs, target, fn):
     """Each direction's estimate (``_Row``s), with the model's roots before polishing (by direction), the directions
-    certified below the first (``dominated``) and those whose SP-MSD1 root was its singularity (``fallback``).
+    certified below the first (``dominated``), those whose SP-MSD1 root was its singularity (``fallback``) and those
+    whose estimate is the first's (``mirrored``: the same law at its tilt, e.g. a Gaussian's two directions).
 
     The estimate is the approximation evaluated with exact CGF values: the model's root is polished by the same
     search on exact evaluations (one evaluation where the model is accurate; more where the CGF's higher
@@ -196,6 +198,7 @@ def _direction_estimates(dirs, target, fn):
     roots = {}  # the model's roots, before polishing (for the default estimate, the bounds' anchors)
     dominated = set()
     fallback = set()  # directions whose SP-MSD1 root was its singularity: SP-MSD0's root instead
+    mirrored = set()
     margin = math.inf  # until the first direction's polish has measured the model's error
     for i, dirn in enumerate(dirs):
         guess = None
@@ -206,6 +209,12 @@ def _direction_estimates(dirs, target, fn):
             done = dirn.sup() <= first.eps
             if not done and first.u is not None:
                 done = certified_below(dirn, dirs[0], math.exp(first.u), first.eps, target)
+                if not done and dirn.mirrors(dirs[0], math.exp(first.u), fn):
+                    est.append(_Row(first.eps, dirn, first.u))
+                    mirrored.add(dirn)
+                    if dirs[0] in fallback:
+                        fallback.add(dirn)
+                    continue
                 if not done:
                     done, guess = below_at_guess(dirn, first.eps, target)
             if done:
@@ -227,7 +236,7 @@ def _direction_estimates(dirs, target, fn):
             # the other direction is polished only where its model value could still be the larger one: within
             # a generous multiple of the model error just observed on the first, and never less than POLISH_MARGIN
             margin = max(POLISH_ERRORS * abs(row.eps - model), POLISH_MARGIN * (1.0 + row.eps))
-    return est, roots, dominated, fallback
+    return est, roots, dominated, fallback, mirrored
 
 
 def _epsilon(dirs, d, order, variant):
@@ -243,7 +252,7 @@ def _epsilon(dirs, d, order, variant):
     target = math.log(d)
     key = estimate_key(order, variant)
     fn = modelled_value(key)
-    est, roots, dominated, fallback = _direction_estimates(dirs, target, fn)
+    est, roots, dominated, fallback, mirrored = _direction_estimates(dirs, target, fn)
     est.sort(key=lambda r: -r.eps)
     val, dom, u_dom = est[0].eps, est[0].dirn, est[0].u
     # the bounds: at each direction's anchor, the model's SP-MSD1 saddle point (the default estimate's model root,
@@ -260,6 +269,14 @@ def _epsilon(dirs, d, order, variant):
     for dirn in dirs:
         if dirn is dom:
             continue
+        if dirn in mirrored and where is not None and not (lo == 0.0 or val - lo > LOWER_WEAK * (up - val)):
+            # the leader's law at its estimate's tilt: the leader's upper bound's tilt certifies this one too (a
+            # weak lower bound is still searched for from this direction's own model below: its search path, not
+            # its law, can find a better tilt)
+            up2 = upper_at_tilt_of(dirn, dom, target, where)
+            if up2 <= up + MIRROR_UPPER * (1.0 + abs(up)):
+                up = max(up, up2)
+                continue
         u = next((r.u for r in est if r.dirn is dirn), None)
         # certified below the leader's estimate (where that is <= up) or its largest loss below up already, else
         # first at the node nearest its estimate's tilt (memoised by the search), then at its saddle point of up
@@ -307,6 +324,12 @@ def _epsilon(dirs, d, order, variant):
     if dom in fallback:
         details.update(reliable=False, msd1_singular=True)
     return Estimate(val, lo, up, "spa", True, details)
+
+
+#: a mirrored direction's upper bound at the leader's upper bound's tilt is kept (the larger of the two reported)
+#: where it is at most this much above the leader's, relative to 1 + epsilon, instead of its own bounds being searched
+#: (which give the same to ~1e-8: sigma 0.5, k = 1e4, epsilon 20859.6379 and 20859.6380)
+MIRROR_UPPER = 1e-6
 
 
 #: the other direction's bounds are computed as well where the leader's lower bound is further below its estimate

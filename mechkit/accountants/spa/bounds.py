@@ -193,6 +193,14 @@ def _upper_at(dirn, target, t, vec, A):
     return max(b, 0.0), (t, vec, A, b)
 
 
+def upper_at_tilt_of(dirn, other, target, where):
+    """Theorem 5's upper bound on ``dirn``'s epsilon solved at the tilt of ``other``'s upper bound (``where`` = (t,
+    vec, A, epsilon) from ``certified_bounds``), from ``dirn``'s exact values there (the quadratures centred on
+    ``other``'s K_i'(t)): certified for ``dirn``; ``other``'s bound to rounding where the two laws are the same."""
+    t = where[0]
+    return _upper_at(dirn, target, t, *dirn.exact(t, other.centres(t)))[0]
+
+
 def certified_bounds(dirn, target, u_anchor, want_lower=True):
     """Certified (epsilon_lo, epsilon_up, where) for one direction; ``where`` = (t, vec, A, epsilon) of the upper
     bound (None when it is 0 without an evaluation).

@@ -55,6 +55,14 @@ def _plrv_node(plrv, j):
     return got[0]
 
 
+#: two directions give the same estimate at a tilt (``_Direction.mirrors``) where their estimates' log delta there
+#: agree to this (the estimate's polish accepts 1e-9) and their epsilons to MIRROR_EPS relative; a Gaussian's
+#: directions, quadratures of two mirrored integrands, agree to 1e-14 in log delta (K''' and K'''' of the sum, near
+#: 0, only to ~1e-11 absolute: not compared themselves)
+MIRROR_LOG_DELTA = 1e-10
+MIRROR_EPS = 1e-12
+
+
 #: a node's quadrature is repeated about the tilted mean when its centre was further than this many standard
 #: deviations from it (the central moments come from moments about the centre by the binomial shift)
 RECENTRE = 3.0
@@ -214,6 +222,20 @@ class _Direction:
             vec = [x + c * y for x, y in zip(vec, v)]
             A += c * a
         return vec, A
+
+    def mirrors(self, other, t, fn):
+        """True where ``other``'s estimate found at t is this direction's too: the estimate's log delta ``fn`` from
+        this direction's exact values at t (the quadratures centred on ``other``'s K_i'(t)) is within MIRROR_LOG_DELTA
+        of ``other``'s, and epsilon there within MIRROR_EPS relative (a symmetric pair, such as a Gaussian's: the
+        two composed laws agree).  The certified bounds are checked for each direction regardless."""
+        if len(self.parts) != len(other.parts):
+            return False
+        vec, theirs = self.exact(t, other.centres(t))[0], other.exact(t)[0]
+        if not all(map(math.isfinite, vec)) or not vec[2] > 0.0:
+            return False  # e.g. t outside this direction's domain of finiteness
+        mine, theirs = evaluate(t, vec, self.eps_of(t, vec)), evaluate(t, theirs, other.eps_of(t, theirs))
+        return (abs(fn(mine) - fn(theirs)) <= MIRROR_LOG_DELTA
+                and abs(mine["eps"] - theirs["eps"]) <= MIRROR_EPS * (1.0 + abs(theirs["eps"])))
 
     def node_abs3(self, j):
         """sum_i k_i E|L_i - K_i'|^3 at the node t_j (exact there, memoised with the node)."""
