@@ -59,3 +59,20 @@ def test_a_search_closing_on_a_cliff_bisects(monkeypatch):
     lo, hi = (spa_formulas.estimate_log_delta(dirn.at(t * (1 + s)), "log_msd1") - math.log(1e-5)
               for s in (-1e-9, 1e-9))
     assert lo > 0.1 and hi < -1.0
+
+
+def test_bounds_searched_for_a_lower_bound_only_locate_no_upper_tilt(monkeypatch):
+    # sigma 0.5, q 0.001, k 100: the add direction is certified below the leader's estimate, and its bounds are
+    # searched only for a lower bound (the leader's is 0); the upper bound's own tilt, located where no positive
+    # lower bound is found, would not be used: the same answer in fewer passes
+    from mechkit.accountants.spa import accountant as spa_accountant
+    calls = _count_exact(monkeypatch)
+    e = mk.compose((sg(0.5, 0.001), 100)).epsilon(1e-5, method="spa")
+    fast = len(calls)
+    orig = spa_accountant.certified_bounds
+    monkeypatch.setattr(spa_accountant, "certified_bounds", lambda d, t, u, lo=True, up=True: orig(d, t, u, lo))
+    calls.clear()
+    spa_model._DIRECTIONS.clear()
+    f = mk.compose((sg(0.5, 0.001), 100)).epsilon(1e-5, method="spa")
+    assert fast < len(calls)
+    assert (e.value, e.lower, e.upper) == (f.value, f.lower, f.upper)

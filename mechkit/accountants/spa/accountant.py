@@ -297,7 +297,7 @@ def _epsilon(dirs, d, order, variant):
             # the whole domain for a lower bound of ~0)
             want_lower = lo == 0.0 or val - lo > LOWER_WEAK * (up - val)
             try:
-                lo2, up2, _ = certified_bounds(dirn, target, anchor(dirn), want_lower)
+                lo2, up2, _ = certified_bounds(dirn, target, anchor(dirn), want_lower, need_up)
             except NumericalLimitError:
                 if need_up and not math.isfinite(dirn.sup()):
                     raise

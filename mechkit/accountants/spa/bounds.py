@@ -201,7 +201,7 @@ def upper_at_tilt_of(dirn, other, target, where):
     return _upper_at(dirn, target, t, *dirn.exact(t, other.centres(t)))[0]
 
 
-def certified_bounds(dirn, target, u_anchor, want_lower=True):
+def certified_bounds(dirn, target, u_anchor, want_lower=True, want_upper=True):
     """Certified (epsilon_lo, epsilon_up, where) for one direction; ``where`` = (t, vec, A, epsilon) of the upper
     bound (None when it is 0 without an evaluation).
 
@@ -212,17 +212,20 @@ def certified_bounds(dirn, target, u_anchor, want_lower=True):
     tilts are located on the model with the anchor's absolute third moment scaled as K''' (_modelled), the bounds
     solved there on exact values.
     Without an anchor (the approximation never reaches delta) both tilts are located on the model alone, and the
-    lower bound is 0 where ``want_lower`` is False (the caller has a better one: the other direction's).
+    lower bound is 0 where ``want_lower`` is False (the caller has a better one: the other direction's).  Where
+    ``want_upper`` is False (the caller has certified this direction below its upper bound already) no tilt is
+    located for the upper bound: the one returned is the best at the tilts the lower bound evaluated (inf without
+    an anchor).
     """
     if u_anchor is None:
-        up, where = _upper_eps(dirn, target)
+        up, where = _upper_eps(dirn, target) if want_upper else (math.inf, None)
         return (_lower_eps(dirn, target, _lower_locate(dirn, target)) if want_lower else 0.0), up, where
     t = math.exp(u_anchor)
     vec, A = dirn.exact(t)
     anchor = (vec[2], vec[3], A)
     uppers = [_upper_at(dirn, target, t, vec, A)]
     lo = _lower_eps(dirn, target, _optional(lambda: _lower_locate(dirn, target, u_anchor, anchor)), uppers)
-    if not lo > 0.0:
+    if not lo > 0.0 and want_upper:
         # the upper bound at its own located tilt: where a positive lower bound was found, the upper bound at that
         # tilt or at the anchor was never beaten by it (40 settings measured: subsampled Gaussians k = 1e2..1e6,
         # Laplace, Gaussian, randomized response, discrete Gaussian), and this saves a quadrature pass and a search
