@@ -68,7 +68,7 @@ def test_directions_that_differ_are_not_mirrored():
         assert rem.mirrors(rem, t, fn)  # a direction does mirror itself (the check is not vacuous)
 
 
-@settings(deadline=None, max_examples=25)
+@settings(deadline=None)
 @given(sigma=st.floats(0.5, 5.0), k=st.integers(1, 100000), logd=st.floats(-12.0, -3.0))
 def test_rate_one_subsampling_is_certified_against_exact_gdp(sigma, k, logd):
     # subsampling at rate 1 is the Gaussian itself: k runs are mu-GDP with mu = sqrt(k)/sigma, delta(eps) =
