@@ -441,13 +441,15 @@ def _delta_attempt(eps):
     return attempt
 
 
-def _refined(build, attempt, fallback, h, eps_error, refinements=REFINEMENTS):
+def _refined(build, attempt, fallback, h, eps_error, refinements=REFINEMENTS, jitter=False):
     """The query on the model's grid, then on finer ones while it is outside its budget (``attempt``; at most
     REFINEMENTS times, while the grid fits memory_limit and certifies the delta); if still outside, the PRV
     variant's answer (``fallback``, within budget by its theorem) intersected with the last one (both are
     certified); where the PRV variant cannot answer, the last one, with a warning.  The next mesh assumes the
     excess falls like h^order (2 at first, then as measured); where it falls slower than MIN_ORDER (point masses
-    off any common lattice: the lower curve's error is of first order), no finer grid is tried."""
+    off the refined grid: the lower curve's error is of first order), no finer grid is tried, unless ``jitter``
+    (no PLRV has two point masses, so every grid carries them: the excess of a smooth law's curves jitters with
+    the grid's alignment before it falls like h^2; the next mesh then assumes order 2 again)."""
     est, ok, r = attempt(build(h))
     order = 2.0
     for _ in range(refinements):
@@ -460,8 +462,10 @@ def _refined(build, attempt, fallback, h, eps_error, refinements=REFINEMENTS):
             break
         if r is not None and r_next is not None and r_next > 0:
             order = math.log(r / r_next) / math.log(h / h_next)
-            if order < MIN_ORDER:
-                break
+            if not order >= MIN_ORDER:
+                if not jitter:
+                    break
+                order = 2.0
         h, r = h_next, r_next
     if ok:
         return est
@@ -483,24 +487,28 @@ def _refined(build, attempt, fallback, h, eps_error, refinements=REFINEMENTS):
 
 
 def _build(items, eps_error, delta_error, memory_limit):
-    """(a builder of the composed curves for a mesh, the first mesh, the refinements allowed): the domain is
-    computed once; point masses off any common lattice get no refinement (the lower curve's error is of first
-    order there: if the first grid does not meet the budget, the PRV variant answers)."""
+    """(a builder of the composed curves for a mesh, the first mesh, the refinements allowed, whether their excess
+    only jitters: ``_refined``): the domain is computed once; point masses off any common lattice get no refinement
+    (the lower curve's error is of first order there: if the first grid does not meet the budget, the PRV variant
+    answers)."""
     L = fft.domain(items, eps_error, delta_error)
     h, off = first_mesh(items, eps_error, L, memory_limit)
-    return lambda h: CTDComposed(items, eps_error, delta_error, memory_limit, h, L), h, 0 if off else REFINEMENTS
+    diff = _differences(items)
+    jitter = diff is None or diff.max() == 0.0
+    return (lambda h: CTDComposed(items, eps_error, delta_error, memory_limit, h, L), h, 0 if off else REFINEMENTS,
+            jitter)
 
 
 def epsilon(items, d, eps_error, delta_error, memory_limit, fallback):
     """epsilon(d) with connect-the-dots bounds, each within about eps_error of the estimate (``_refined``)."""
-    build, h, n = _build(items, eps_error, delta_error, memory_limit)
-    return _refined(build, _epsilon_attempt(d, eps_error), fallback, h, eps_error, n)
+    build, h, n, jitter = _build(items, eps_error, delta_error, memory_limit)
+    return _refined(build, _epsilon_attempt(d, eps_error), fallback, h, eps_error, n, jitter)
 
 
 def delta(items, eps, eps_error, delta_error, memory_limit, fallback):
     """delta(eps) with connect-the-dots bounds, each within the PRV variant's promise (``_refined``)."""
-    build, h, n = _build(items, eps_error, delta_error, memory_limit)
-    return _refined(build, _delta_attempt(eps), fallback, h, eps_error, n)
+    build, h, n, jitter = _build(items, eps_error, delta_error, memory_limit)
+    return _refined(build, _delta_attempt(eps), fallback, h, eps_error, n, jitter)
 
 
 class Curves:
@@ -514,7 +522,7 @@ class Curves:
     def __init__(self, items, eps_error, delta_error, memory_limit, prv):
         eps_error, delta_error, memory_limit = fft.check_budgets(eps_error, delta_error, memory_limit)
         self.items, self.eps_error, self.delta_error, self.memory_limit = items, eps_error, delta_error, memory_limit
-        self._make, self.h0, self.refinements = _build(items, eps_error, delta_error, memory_limit)
+        self._make, self.h0, self.refinements, self.jitter = _build(items, eps_error, delta_error, memory_limit)
         self.grids, self.prv, self._prv_cls = {}, None, prv
         self.build(self.h0)
 
@@ -541,17 +549,17 @@ class Curves:
 
     def epsilon(self, d):
         return _refined(self.build, _epsilon_attempt(d, self.eps_error), self._fallback("epsilon", d), self.h0,
-                        self.eps_error, self.refinements)
+                        self.eps_error, self.refinements, self.jitter)
 
     def delta(self, eps):
         return _refined(self.build, _delta_attempt(eps), self._fallback("delta", eps), self.h0, self.eps_error,
-                        self.refinements)
+                        self.refinements, self.jitter)
 
     def state(self):
         """(header dict, name -> array) that ``restore`` takes back bit for bit (floats as hex text)."""
         hx, arrays = float.hex, {}
         meta = {"eps_error": hx(self.eps_error), "delta_error": hx(self.delta_error), "h0": hx(self.h0),
-                "refinements": self.refinements,
+                "refinements": self.refinements, "jitter": self.jitter,
                 "grids": [c.state(f"g{i}", arrays) for i, c in enumerate(self.grids.values())], "prv": None}
         if self.prv is not None:
             meta["prv"], prv_arrays = self.prv.state()
@@ -565,6 +573,7 @@ class Curves:
         obj.items, obj.memory_limit, obj._make, obj._prv_cls = None, None, None, prv
         obj.eps_error, obj.delta_error = float.fromhex(meta["eps_error"]), float.fromhex(meta["delta_error"])
         obj.h0, obj.refinements = float.fromhex(meta["h0"]), int(meta["refinements"])
+        obj.jitter = bool(meta.get("jitter", False))  # files written before it: their grids followed the break
         grids = [CTDComposed.restore(g, f"g{i}", arrays) for i, g in enumerate(meta["grids"])]
         obj.grids = {g.h: g for g in grids}
         if obj.h0 not in obj.grids:
