@@ -12,18 +12,20 @@ epsilon(delta) lies within tau of the reference, and that setting is timed (``ff
   prv      prv_accountant's ``compute_epsilon`` upper bound, eps_error from tau down by sqrt(2) (delta_error 1e-8);
            a search stops after 300 s of attempts.
 
-Reference: mechkit's connect-the-dots estimate at eps_error = 2e-6 (or 1e-5, 5e-5 where that needs a grid above
-1 GiB; computed in a worker; its certified interval's
+Reference: mechkit's connect-the-dots estimate at eps_error = 2e-6 (or 1e-5, 5e-5, 2e-4 where that needs a grid
+above 1 GiB: a million runs; computed in a worker; its certified interval's
 width is printed: at delta 1e-5 it is ~1e-4, the rounding allowance's effect, while the estimate agrees with the
 mpmath contour integral of the issue's case to 1.3e-8); a library's excess is its upper bound minus the reference.
 A library that does not get within tau before its knob's last value, its worker's timeout or 3 GiB of address
 space is "not reached".
 
 Cases: those of benchmarks/fft.py (q 0.01, delta 1e-5): homogeneous subsampled Gaussians and heterogeneous
-compositions of 10 and 100 distinct ones (1e4 steps in all).
+compositions of 10 and 100 distinct ones (1e4 steps in all); and ``reg-*``, the issue's regimes beyond q = 0.01
+(``REGIMES``: sigma 0.5-2, q 1e-3-1, k 1e2-1e6).
 
     python benchmarks/fft_upper.py                      # all cases, tau 1e-3 and 1e-4
     python benchmarks/fft_upper.py --cases hom-s0.8-k1e4 --tau 1e-4
+    python benchmarks/fft_upper.py --cases 'reg-*' --skip-peer prv
 """
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ from _common import run_worker as _run_worker  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TAUS = (1e-3, 1e-4)
-REF_EPS_ERRORS = (2e-6, 1e-5, 5e-5)
+REF_EPS_ERRORS = (2e-6, 1e-5, 5e-5, 2e-4)
 ADDRESS_SPACE = 3 << 30
 #: each knob steps down by sqrt(2) (so the setting found is at most that factor finer than the cheapest)
 KNOBS = {
@@ -56,8 +58,21 @@ KNOBS = {
 SEARCH_S = 300.0
 
 
-def _upper(lib, comps, knob):
-    cfg = {"q": F.Q, "delta": F.DELTA, "eps_error": knob, "delta_error": 1e-8, "dp_interval": knob}
+#: the issue's regimes beyond q = 0.01 (sigma 0.5 ... 2, q 1e-3 ... 1, k 1e2 ... 1e6), one mechanism each: corners and
+#: middles whose epsilon(1e-5) is at most ~50 (the corners with sigma 0.5 and q >= 0.1 at k >= 1e4 have epsilon in
+#: the hundreds to millions, where neither library's grid is a sensible question)
+REGIMES = ((0.5, 0.001, 100), (0.5, 0.001, 1_000_000), (2.0, 0.001, 100), (2.0, 0.001, 1_000_000), (2.0, 1.0, 100),
+           (2.0, 0.1, 10_000), (1.0, 0.01, 100), (2.0, 0.01, 1_000_000))
+
+
+def regime_cases():
+    """``REGIMES`` as cases (names ``reg-s<sigma>-q<q>-k<k>``; each carries its own q)."""
+    return [{"name": f"reg-s{s:g}-q{q:g}-k1e{round(math.log10(k))}", "kind": "regime", "components": [[s, k]], "q": q}
+            for s, q, k in REGIMES]
+
+
+def _upper(lib, comps, knob, q=F.Q):
+    cfg = {"q": q, "delta": F.DELTA, "eps_error": knob, "delta_error": 1e-8, "dp_interval": knob}
     if lib == "mechkit":
         return F.run_mechkit(comps, cfg)["upper"]
     if lib == "prv":
@@ -76,13 +91,15 @@ def worker(lib, payload_json):
     try:
         if lib == "ref":
             for e in REF_EPS_ERRORS:  # the finest that fits in memory
-                cfg = {"q": F.Q, "delta": F.DELTA, "eps_error": e, "delta_error": 1e-8}
+                cfg = {"q": case.get("q", F.Q), "delta": F.DELTA, "eps_error": e, "delta_error": 1e-8}
                 try:
                     r = F.run_mechkit(case["components"], cfg)
                 except Exception:  # a grid above memory_limit
                     continue
                 out.update(lower=r["lower"], upper=r["upper"], epsilon=r["epsilon"], eps_error=e)
                 break
+            else:
+                out.update(status="no reference", error=f"no grid at eps_error {REF_EPS_ERRORS} fits in memory")
         else:
             for comps in F.WARMUP:
                 _upper(lib, comps, KNOBS[lib](1e-3)[0])
@@ -94,13 +111,13 @@ def worker(lib, payload_json):
                     break
                 t = time.perf_counter()
                 try:
-                    up = _upper(lib, comps, knob)
+                    up = _upper(lib, comps, knob, case.get("q", F.Q))
                 except Exception as exc:  # MemoryError, or mechkit's refusal of a grid above its memory_limit
                     tried.append({"knob": knob, "error": f"{type(exc).__name__}: {exc}"[:300]})
                     break
                 tried.append({"knob": knob, "upper": up, "excess": up - ref, "s": time.perf_counter() - t})
                 if up - ref <= tau:
-                    up, rec = F.measure(lambda: _upper(lib, comps, knob))
+                    up, rec = F.measure(lambda: _upper(lib, comps, knob, case.get("q", F.Q)))
                     out.update(knob=knob, upper=up, excess=up - ref, time_s=rec["time_s"])
                     break
             else:
@@ -125,7 +142,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.worker:
         return worker(*a.worker)
-    cases = F.all_cases()
+    cases = F.all_cases() + regime_cases()
     if a.cases:
         cases = [c for c in cases if any(fnmatch.fnmatch(c["name"], p) for p in a.cases)]
     libs = [lib for lib in ("mechkit", "dp", "prv") if lib not in a.skip_peer]
