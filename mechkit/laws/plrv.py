@@ -12,6 +12,9 @@ from numpy.typing import ArrayLike
 from ..engine.logspace import log1mexp
 from ..errors import DerivationError, ParameterError, check_eps_array, check_finite_real
 
+#: losses of at most this size are evaluated first when the median is bracketed (``PLRV._coarse_below``)
+MODERATE = 1e12
+
 
 class PLRV:
     """A privacy-loss random variable: a direction of a mechanism, under its own measure or the dual one.
@@ -85,13 +88,27 @@ class PLRV:
         start, end = 0, len(pts)
         if stride > 1 and len(pts) > 2 * stride:
             coarse = np.unique(np.append(np.arange(0, len(pts), stride), len(pts) - 1))
-            below = self._lower(pts[coarse]) <= half
+            below = self._coarse_below(pts[coarse], half)
             if below.all():
                 return len(pts)
             j = int(np.argmin(below))
             start, end = (int(coarse[j - 1]) + 1 if j > 0 else 0), int(coarse[j])
         below = self._lower(pts[start:end]) <= half
         return start + int(np.argmin(below)) if not below.all() else end
+
+    def _coarse_below(self, pts, half):
+        """log P(Z <= pts) <= half at the increasing points pts as far as it decides ``_first_above_half``'s index:
+        the points with |v| <= MODERATE first, the far ones on a side only where the crossing may lie there (the CDF
+        is monotone; a far loss costs 20-50 us to evaluate, a moderate one ~1 us).  The same index as every point's."""
+        mid = np.flatnonzero(np.abs(pts) <= MODERATE)
+        if not mid.size:
+            return self._lower(pts) <= half
+        below = np.empty(pts.size, dtype=bool)
+        below[mid] = self._lower(pts[mid]) <= half
+        left, right = slice(0, mid[0]), slice(mid[-1] + 1, pts.size)
+        below[left] = True if below[mid[0]] else self._lower(pts[left]) <= half
+        below[right] = self._lower(pts[right]) <= half if below[mid[-1]] else False
+        return below
 
     def _median(self):
         """A point m near the median (P(Z <= s) about 1/2): only accuracy depends on it, and mildly, so two

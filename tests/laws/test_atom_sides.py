@@ -45,3 +45,22 @@ def test_a_law_without_atoms_gives_the_compiled_pass_answer_without_it(prob, clo
         empty.tails(m, s, 0.5, closed, prob, got)
         N.atom_tails(empty.values, empty._below[m], empty._above[m], s, 0.5, closed, prob, want)
         assert got.tolist() == want.tolist() == ([0.0] * 6 if prob else [-np.inf] * 6)
+
+
+@pytest.mark.parametrize("make", [lambda: mk.subsample(mk.gaussian(sigma=0.8), 0.01), lambda: mk.gaussian(sigma=1e-7),
+                                  lambda: mk.laplace(scale=1.3), lambda: mk.subsample(mk.randomized_response(1.0), 0.1),
+                                  lambda: mk.discrete_gaussian(sigma=3.0), lambda: mk.zcdp(rho=1e14),
+                                  lambda: mk.zcdp(rho=1e50), lambda: approx_dp_pair()(eps0=0.5, delta0=1e-3)])
+def test_the_median_scan_evaluates_far_losses_only_where_they_decide(monkeypatch, make):
+    # the split point of the tails (near the median) is bracketed by a scan over +-1e-12 .. 1e300 (coarse points
+    # -1e12, 1e-8 between the far ones, 1e24 the next); the far points (costly) are evaluated only on a side where
+    # the crossing may lie: the same median as evaluating every point, for medians near 0, far out on either side
+    # (zCDP at rho 1e50: 1e50 and, under the dual measure, -1e50; a Gaussian of sigma 1e-7: 5e13) and on atoms
+    from mechkit.laws.plrv import PLRV
+
+    def medians():
+        m = make()
+        return [p._median() for p in (m.remove, m.add, m.remove.dual, m.add.dual)]
+    got = medians()
+    monkeypatch.setattr(PLRV, "_coarse_below", lambda self, pts, half: self._lower(pts) <= half)
+    assert got == medians()
