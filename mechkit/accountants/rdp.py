@@ -69,6 +69,49 @@ def best_of_orders(items: Sequence[tuple[Mechanism, int]], delta: float, directi
     return max(min(vals, default=math.inf), 0.0)
 
 
+def coarse_bound(items: Sequence[tuple[Mechanism, int]], delta: float, direction: str, start: int = 0,
+                 finite: bool = False) -> tuple[float, float, np.ndarray]:
+    """The smallest Renyi bound on epsilon(delta) over ``COARSE_ALPHAS`` for one direction, as ``epsilon`` with
+    ``alphas=COARSE_ALPHAS, refine=False`` finds it (the orders in increasing order until the bound has risen twice
+    past its minimum), from the order index ``start`` on: the bound falls then rises in alpha, so the orders below
+    a point where it still falls cannot hold the minimum; where it does not fall at ``start`` the start moves down
+    (two orders a step) until it does, or to the first order.  A start near the minimum (``fft_grid.domain``: a
+    Gaussian model of the loss) saves the low orders' CGF values (a quadrature each and mechanism).
+
+    Parameters
+    ----------
+    items : the composition, ``[(mechanism, count), ...]``.
+    delta : in (0, 1) (not checked).
+    direction : "remove" or "add".
+    start : an index into ``COARSE_ALPHAS``.
+    finite : bound only the finite part of the privacy loss (as ``epsilon``).
+
+    Returns
+    -------
+    (the bound, its order, the orders evaluated: a contiguous run of ``COARSE_ALPHAS``).
+    """
+    logd = math.log(delta)
+    grid = COARSE_ALPHAS
+    vals = {}
+
+    def f(i):
+        if i not in vals:
+            a = float(grid[i])
+            vals[i] = _eps_of(_composed_rdp(items, a, direction, finite), a, logd)
+        return vals[i]
+    s = min(max(int(start), 0), grid.size - 1)
+    while s > 0 and not f(s - 1) > f(s):
+        s = max(s - 2, 0)
+    s = max(s - 1, 0)  # the run starts with the order before, where the bound was seen falling
+    run = []
+    for i in range(s, grid.size):
+        run.append(f(i))
+        if len(run) >= 4 and run[-1] > run[-2] > run[-3]:  # (epsilon's rule; the run's first order is falling)
+            break
+    j = int(np.argmin(run))
+    return max(run[j], 0.0), float(grid[s + j]), grid[min(vals):max(vals) + 1]
+
+
 def epsilon(items: Sequence[tuple[Mechanism, int]], delta: float, direction: str = "both",
             alphas: ArrayLike | None = None, refine: bool = True, finite: bool = False) -> Estimate:
     """An upper bound on epsilon(delta) of a composition, from its Renyi divergences.

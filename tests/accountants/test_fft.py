@@ -482,10 +482,13 @@ def _domain_by_full_scans(items, eps_error, delta_error):
     lambda: [(mk.gaussian(sigma=1.0), 1)],                                        # one run: its own term leads
     lambda: [(mk.laplace(scale=0.2), 1), (mk.subsample(mk.gaussian(sigma=2.0), 0.01), 50)],  # one loud mechanism
     lambda: [(mk.randomized_response(epsilon=2.0), 3), (mk.gaussian(sigma=3.0), 2)],
+    lambda: [(mk.subsample(mk.gaussian(sigma=2.0), 0.001), 100)],                # the minimum at order 32-128
 ])
 def test_domain_equals_the_full_scans(make):
-    # the per-mechanism scans skipped where the composition's orders keep them below eps_error + its bound: the
-    # same half-width as with every scan made
+    # the per-mechanism scans skipped where the composition's orders keep them below eps_error + its bound, and
+    # the composition's scans started at a Gaussian model's order (rdp.coarse_bound; 36 -> 22 CGF quadratures at
+    # sigma 0.8, q 0.01, k 1e3): the same half-width as with every scan made from the first order
     items = make()
     for ee, de in ((2.1e-3, 1e-8), (0.01, 1e-10)):
         assert fft_grid.domain(items, ee, de) == _domain_by_full_scans(make(), ee, de)
+

@@ -28,3 +28,26 @@ def test_rdp_bound_heterogeneous_sums_orders():
     f = lambda al: mu * mu * al / 2 + math.log1p(-1 / al) - (math.log(1e-6) + math.log(al)) / (al - 1)
     grid = np.linspace(1.01, 200, 200000)
     assert eps == pytest.approx(min(f(x) for x in grid), rel=1e-6)
+
+
+MECHS = [lambda: mk.subsample(mk.gaussian(sigma=0.8), 0.01), lambda: mk.subsample(mk.gaussian(sigma=2.0), 0.001),
+         lambda: mk.gaussian(sigma=3.0), lambda: mk.laplace(scale=2.0), lambda: mk.randomized_response(epsilon=0.5),
+         lambda: mk.discrete_gaussian(sigma=4.0), lambda: mk.zcdp(rho=0.1)]
+
+
+@settings(deadline=None)
+@given(which=st.integers(0, len(MECHS) - 1), k=st.integers(1, 100_000), logd=st.floats(-16.0, -3.0),
+       start=st.integers(0, 13), direction=st.sampled_from(["remove", "add"]))
+def test_coarse_bound_from_any_start_is_the_prefix_scans_minimum(which, k, logd, start, direction):
+    # rdp.coarse_bound starts its scan at an order near the minimum (fft_grid.domain: a Gaussian model's) and walks
+    # down where the bound does not fall there: the same bound and order as epsilon's scan from the first order (the
+    # bound falls then rises in alpha), and the orders it evaluated run through two past the minimum
+    from mechkit.accountants import rdp
+    items = [(MECHS[which](), k)]
+    d = 10.0 ** logd
+    ref = rdp.epsilon(items, d, direction, alphas=rdp.COARSE_ALPHAS, refine=False, finite=True)
+    got, alpha, orders = rdp.coarse_bound(items, d, direction, start, finite=True)
+    assert (got, alpha) == (float(ref), ref.details["alpha"])
+    best = int(np.searchsorted(rdp.COARSE_ALPHAS, alpha))
+    assert orders[0] <= alpha and orders[-1] >= rdp.COARSE_ALPHAS[min(best + 2, rdp.COARSE_ALPHAS.size - 1)]
+    assert np.all(np.diff(np.searchsorted(rdp.COARSE_ALPHAS, orders)) == 1)  # a contiguous run of the grid
