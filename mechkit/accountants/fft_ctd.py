@@ -72,9 +72,9 @@ def mesh(k, eps_error, items=()):
 
 
 def first_mesh(items, eps_error, L, memory_limit):
-    """(the mesh a query starts from, whether point masses are off any lattice): ``mesh``, but where the PLRVs'
-    scale asks for a grid above memory_limit, the finest that fits (not coarser than the model's); then aligned
-    (``_alignment``)."""
+    """(the mesh a query starts from, whether point masses are off any lattice, whether no PLRV has two of them):
+    ``mesh``, but where the PLRVs' scale asks for a grid above memory_limit, the finest that fits (not coarser than
+    the model's); then aligned (``_alignment``)."""
     k = sum(c for _, c in items)
     model = mesh(k, eps_error)
     fits = 2.2 * L * BYTES_PER_POINT / memory_limit
@@ -121,14 +121,15 @@ def _differences(items):
 
 
 def _alignment(items, h):
-    """(``aligned``'s mesh, ``off_lattice``'s answer) from one look at the point masses."""
+    """(``aligned``'s mesh, ``off_lattice``'s answer, whether no PLRV has two point masses: any grid carries them)
+    from one look at the point masses."""
     diff = _differences(items)
     if diff is None or diff.max() == 0.0:
-        return h, False
+        return h, False, True
     b = _lattice(diff)
     if not b >= h / 4:
-        return h, True
-    return b / math.ceil(b / h - 1e-9), False
+        return h, True, False
+    return b / math.ceil(b / h - 1e-9), False, False
 
 
 def off_lattice(items, h):
@@ -492,9 +493,7 @@ def _build(items, eps_error, delta_error, memory_limit):
     (the lower curve's error is of first order there: if the first grid does not meet the budget, the PRV variant
     answers)."""
     L = fft.domain(items, eps_error, delta_error)
-    h, off = first_mesh(items, eps_error, L, memory_limit)
-    diff = _differences(items)
-    jitter = diff is None or diff.max() == 0.0
+    h, off, jitter = first_mesh(items, eps_error, L, memory_limit)
     return (lambda h: CTDComposed(items, eps_error, delta_error, memory_limit, h, L), h, 0 if off else REFINEMENTS,
             jitter)
 

@@ -269,7 +269,8 @@ def _epsilon(dirs, d, order, variant):
     for dirn in dirs:
         if dirn is dom:
             continue
-        if dirn in mirrored and where is not None and not (lo == 0.0 or val - lo > LOWER_WEAK * (up - val)):
+        weak = lo == 0.0 or val - lo > LOWER_WEAK * (up - val)  # the leader's lower bound, which the other's may beat
+        if dirn in mirrored and where is not None and not weak:
             # the leader's law at its estimate's tilt: the leader's upper bound's tilt certifies this one too (a
             # weak lower bound is still searched for from this direction's own model below: its search path, not
             # its law, can find a better tilt)
@@ -290,14 +291,13 @@ def _epsilon(dirs, d, order, variant):
                 need_up = False
             except NumericalLimitError:
                 pass
-        if need_up or lo == 0.0 or val - lo > LOWER_WEAK * (up - val):
+        if need_up or weak:
             # either direction's lower bound holds for the max: the other's is computed too where the leader has
             # none or a weak one (Berry-Esseen is loose where the leader's tilted loss is skewed; the other's may
             # be the tighter); else only its upper bound (a direction whose estimate is 0 would otherwise search
             # the whole domain for a lower bound of ~0)
-            want_lower = lo == 0.0 or val - lo > LOWER_WEAK * (up - val)
             try:
-                lo2, up2, _ = certified_bounds(dirn, target, anchor(dirn), want_lower, need_up)
+                lo2, up2, _ = certified_bounds(dirn, target, anchor(dirn), weak, need_up)
             except NumericalLimitError:
                 if need_up and not math.isfinite(dirn.sup()):
                     raise
