@@ -1,5 +1,6 @@
 """The SPA's root searches: where they stop early (a lower bound's locating search below epsilon = 0) and how they
-close on a cliff (an SP-MSD1 singularity on exact values), with the same answers and fewer quadrature passes."""
+close on a cliff (an SP-MSD1 singularity on exact values: SP-MSD0's root instead), with the same answers and fewer
+quadrature passes."""
 import math
 
 import pytest
@@ -38,27 +39,51 @@ def _count_exact(monkeypatch):
     return calls
 
 
-def test_a_search_closing_on_a_cliff_bisects(monkeypatch):
+def test_a_polish_closing_on_the_msd1_singularity_falls_back_to_msd0(monkeypatch):
     # sigma 1, q 0.001, k 1e4: the estimate's polish on exact values closes on an SP-MSD1 singularity (log delta
-    # jumps from 0.24 above the target to -inf); Newton and regula falsi crept along its flat side (88 exact passes
-    # in the query); bisecting after the bracket twice failed to halve gives the same epsilon in ~40 fewer passes
+    # jumps from 0.24 above the target to -inf where the correction factor crosses 0); bisecting it to its tolerance
+    # took 42 exact passes and gave that singularity as the estimate.  As for the model's root (estimate_root), such
+    # a root is spurious: the search stops once both ends of its bracket have the factor within MSD1_SINGULAR of 0,
+    # and the estimate is SP-MSD0's root on exact values, flagged
+    run = mk.compose((sg(1.0, 0.001), 10_000))
     calls = _count_exact(monkeypatch)
-    e = mk.compose((sg(1.0, 0.001), 10_000)).epsilon(1e-5, method="spa")
+    e = run.epsilon(1e-5, method="spa")
     fast = len(calls)
-    monkeypatch.setattr(spa_search, "CLIFF_BISECTIONS", 10**9)
-    calls.clear()
-    f = mk.compose((sg(1.0, 0.001), 10_000)).epsilon(1e-5, method="spa")
-    assert fast <= len(calls) - 30
-    assert float(e) == pytest.approx(float(f), rel=1e-10)
-    assert (e.lower, e.upper) == (f.lower, f.upper)
-    assert e.details["reliable"] is False  # an estimate on a singularity
-    # the cliff is real: the exact SP-MSD1 log delta just below the estimate's tilt is above the target, and just
-    # above it far below (or MSD0 where the correction factor is not positive)
-    dirn = spa_model.directions(mk.compose((sg(1.0, 0.001), 10_000)).items)[0]
+    assert e.details["reliable"] is False and e.details["msd1_singular"] is True
+    dirn = spa_model.directions(run.items)[0]
     t = e.details["saddle_point"]
+    r = dirn.at(t)
+    assert abs(r["log_msd0"] - math.log(1e-5)) < 1e-8 and float(e) == pytest.approx(r["eps"], rel=1e-12)
+    # without the rule (the factor never counted as near 0) the search bisects the singularity
+    monkeypatch.setattr(spa_search, "MSD1_SINGULAR", -1.0)
+    calls.clear()
+    spa_model._DIRECTIONS.clear()
+    f = mk.compose((sg(1.0, 0.001), 10_000)).epsilon(1e-5, method="spa")
+    assert fast <= len(calls) - 25
+    assert (e.lower, e.upper) == (f.lower, f.upper)  # the bounds do not depend on the polish
+    assert "msd1_singular" not in f.details
+    # the cliff is real: the exact SP-MSD1 log delta just below that estimate's tilt is above the target, and just
+    # above it far below (or MSD0 where the correction factor is not positive)
+    t = f.details["saddle_point"]
     lo, hi = (spa_formulas.estimate_log_delta(dirn.at(t * (1 + s)), "log_msd1") - math.log(1e-5)
               for s in (-1e-9, 1e-9))
     assert lo > 0.1 and hi < -1.0
+
+
+def test_an_exact_search_creeping_to_its_root_takes_the_secant(monkeypatch):
+    # sigma 0.8, q 0.001, k 100: the polish's Newton steps with the analytic slope of MSD0 closed in on the root by a
+    # factor ~4 a step (13 exact passes); the secant through the last two points on one side, within EXACT_SECANT
+    # nats of the target, finds the same root in fewer
+    calls = _count_exact(monkeypatch)
+    e = mk.compose((sg(0.8, 0.001), 100)).epsilon(1e-5, method="spa")
+    fast = len(calls)
+    monkeypatch.setattr(spa_search, "EXACT_SECANT", -1.0)
+    calls.clear()
+    spa_model._DIRECTIONS.clear()
+    f = mk.compose((sg(0.8, 0.001), 100)).epsilon(1e-5, method="spa")
+    assert fast <= len(calls) - 5
+    assert float(e) == pytest.approx(float(f), rel=1e-9)
+    assert (e.lower, e.upper) == (f.lower, f.upper)
 
 
 def test_bounds_searched_for_a_lower_bound_only_locate_no_upper_tilt(monkeypatch):

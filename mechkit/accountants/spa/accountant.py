@@ -229,7 +229,9 @@ def _direction_estimates(dirs, target, fn):
         if u is None or (i > 0 and row.eps < est[0].eps - margin):
             continue
         model = row.eps
-        u, e = polish_estimate(dirn, target, f_dir, u)
+        u, e, fell = polish_estimate(dirn, target, f_dir, u)
+        if fell:
+            fallback.add(dirn)
         row.u = u
         row.eps = 0.0 if u is None else max(e, 0.0)
         if i == 0:
