@@ -248,6 +248,34 @@ class Law:
             vec = vec * sign ** np.arange(n + 1)
         return vec, A, c
 
+    def single_piece_cgf(self, tau):
+        """K(tau) of a law with one monotone piece and no atoms from the tilted-moment pass (``tilt_stats_piece``: the
+        trapezoid rule where the piece is the whole line with short tails, else adaptive GK21; to ``QUAD_RTOL``, as
+        the CGF's own quadrature, and 2-5x faster: 30-55 us against ~100 us a subsampled Gaussian's); +inf where
+        the tilted MGF diverges; None for any other law, or where the piece has no tilted mass (the general path
+        decides)."""
+        pc = self._single_piece()
+        if pc is None:
+            return None
+        addresses, grid = self._piece_addresses(pc)
+        vec, _, _, status = N.tilt_stats_piece(*addresses, pc.a, pc.b, pc.inc, pc.La, pc.Lb, tau, math.nan, 2,
+                                               self.theta, QUAD_RTOL, TILT_NSPLIT, *grid, 1.0)
+        return None if status == 2 else float(vec[0])
+
+    def cgf_tilted(self, tau):
+        """K(tau) for accountants that use the engine's tilted moments anyway (Edgeworth's Chernoff lines): from
+        ``single_piece_cgf`` where the law is one monotone piece without atoms and no closed form is attached, else
+        ``cgf(tau)``.  Memoised apart from ``cgf``: the two agree to the quadrature's tolerance, not bit for bit,
+        and the FFT's and RDP's answers keep theirs (an FFT query does not import the tilted moments: ~2-3 s of
+        compilation on a fresh machine)."""
+        if self._single_piece() is None or self.closed_cgf is not None:
+            return self.cgf(tau, 0)
+
+        def compute():
+            got = self.single_piece_cgf(tau)
+            return self.cgf(tau, 0) if got is None else got
+        return _memoised(self, (tau, "single"), compute)
+
     def _single_piece(self):
         """The one monotone piece of a law without atoms (None otherwise; memoised)."""
         got = self.__dict__.get("_single")

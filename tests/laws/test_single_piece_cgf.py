@@ -1,0 +1,104 @@
+"""The CGF of a law with one monotone piece from the tilted-moment pass (``Law.single_piece_cgf``, the trapezoid
+rule or GK21 with the kink split) against the CGF's own adaptive quadrature (``cgf_quadrature``) and, for one law,
+mpmath; the CGF query takes that path, and a divergent tilted MGF is +inf on both."""
+import math
+
+import mpmath
+import pytest
+import sympy as sp
+from hypothesis import given
+from hypothesis import strategies as st
+
+import mechkit as mk
+
+x = sp.Symbol("x", real=True)
+b = sp.Symbol("b", positive=True)
+lam = sp.Symbol("lam", positive=True)
+
+
+def _logistic():
+    return mk.Mechanism.from_densities(
+        p=sp.exp(-x / b) / (b * (1 + sp.exp(-x / b)) ** 2),
+        q=sp.exp(-(x - 1) / b) / (b * (1 + sp.exp(-(x - 1) / b)) ** 2), var=x, name="logistic")(b=2.0)
+
+
+def _exponential_rates():
+    # rate 1 against rate lam on (0, inf): L = log(1/lam) + (lam - 1) x, one monotone piece on a half-line;
+    # K(t) = E_P[e^(t L)] diverges at t (lam - 1) >= 1
+    return mk.Mechanism.from_densities(p=sp.exp(-x), q=lam * sp.exp(-lam * x), var=x,
+                                       domain=sp.Interval.open(0, sp.oo), name="exp_rates")(lam=3.0)
+
+
+LAWS = {
+    "sg-0.8-0.01": lambda: mk.subsample(mk.gaussian(sigma=0.8), 0.01),
+    "sg-2-0.001": lambda: mk.subsample(mk.gaussian(sigma=2.0), 0.001),
+    "sg-0.5-0.1": lambda: mk.subsample(mk.gaussian(sigma=0.5), 0.1),
+    "logistic": _logistic,
+    "exp-rates": _exponential_rates,
+}
+
+
+@pytest.fixture(scope="module", params=sorted(LAWS))
+def law(request):
+    return request.param, LAWS[request.param]()
+
+
+@given(t=st.floats(-12.0, 80.0))
+def test_single_piece_cgf_matches_the_quadrature(law, t):
+    name, m = law
+    for direction in ("remove", "add"):
+        core = m.plrv(direction)._core
+        fast = core.single_piece_cgf(t)
+        assert fast is not None, name
+        slow = core.cgf_quadrature(t, 0)
+        if math.isinf(slow):
+            assert fast == slow, (name, direction, t)
+        else:
+            assert abs(fast - slow) <= 1e-12 * (1.0 + abs(slow)), (name, direction, t, fast, slow)
+
+
+def test_a_divergent_tilted_mgf_is_inf_on_both_paths():
+    m = _exponential_rates()
+    core = m.remove._core
+    t_core = [m.remove._a * t + m.remove._b for t in (0.4, 0.6)]  # the PLRV's tilts in the core's variable
+    # finite below t = 1/2 (lam - 1 = 2), infinite above: K(0.4) = 0.4 log(1/3) - log(1 - 0.8)
+    assert core.single_piece_cgf(t_core[0]) == pytest.approx(0.4 * math.log(1 / 3) - math.log(1 - 0.8), rel=1e-13)
+    assert core.single_piece_cgf(t_core[1]) == math.inf and core.cgf_quadrature(t_core[1], 0) == math.inf
+
+
+def _sg_remove_cgf_mpmath(sigma, q, t):
+    """K(t) = log E_P[(p/q)^t] of a subsampled Gaussian's remove direction, P the mixture (40 digits)."""
+    mpmath.mp.dps = 40
+    s = mpmath.mpf(sigma)
+
+    def npdf(y, mu):
+        return mpmath.exp(-(y - mu) ** 2 / (2 * s * s)) / (s * mpmath.sqrt(2 * mpmath.pi))
+
+    def f(y):
+        pv = (1 - q) * npdf(y, 0) + q * npdf(y, 1)
+        return pv * (pv / npdf(y, 0)) ** t
+    return float(mpmath.log(mpmath.quad(f, [-mpmath.inf, -10, 0, 1, 10, 60, mpmath.inf])))
+
+
+def test_the_accountants_cgf_takes_the_single_piece_path(monkeypatch):
+    # PLRV.cgf_unchecked (Edgeworth's Chernoff lines) goes through single_piece_cgf; PLRV.cgf (the FFT's, RDP's)
+    # keeps the CGF's own quadrature, memoised apart
+    from mechkit.laws.continuous import ContinuousCore
+    orig = ContinuousCore.cgf_quadrature
+    calls = []
+
+    def count(self, tau, order=0, **kw):
+        calls.append(order)
+        return orig(self, tau, order, **kw)
+    monkeypatch.setattr(ContinuousCore, "cgf_quadrature", count)
+    m = mk.subsample(mk.gaussian(sigma=0.9), 0.02)
+    ref = _sg_remove_cgf_mpmath(0.9, 0.02, 0.7)
+    assert m.remove.cgf_unchecked(0.7) == pytest.approx(ref, rel=1e-12) and calls == []
+    assert m.remove.cgf(0.7) == pytest.approx(ref, rel=1e-12) and calls == [0]
+
+
+def test_single_piece_cgf_against_mpmath():
+    m = mk.subsample(mk.gaussian(sigma=0.9), 0.02)
+    for t in (-3.0, -0.5, 0.7, 4.0, 25.0):
+        got = m.remove._core.single_piece_cgf(m.remove._a * t + m.remove._b)
+        assert got == pytest.approx(_sg_remove_cgf_mpmath(0.9, 0.02, t), rel=1e-12, abs=1e-15), t
