@@ -23,6 +23,7 @@ from .core import (
     combine_cgf,
     infinite_cgf,
     lse,
+    memoised,
     memo_abs,
     memo_cgf,
     memo_vector,
@@ -492,19 +493,28 @@ class ContinuousCore(Law):
         ``vector``: return [K, K', ..., K^(order)]; ``abs_power`` 1 or 3: return the tilted absolute first or third
         central moment.
         """
-        cache = self._tilted_pieces(tau)
+        cache, parts = memoised(self, (tau, "pass0"), lambda: self._mass_and_mean_pass(tau))
         if cache is None:
             return infinite_cgf(order, vector)
-        parts = []  # (log-shift, I0, I1) per monotone piece
-        for pc, lp, lq, L, xs, w, gs in cache:
-            res, _ = N.gk_integrate(0, lp, lq, L, pc.a, pc.b, xs, w, tau, gs, 0.0, 1, self.theta, QUAD_RTOL, 8)
-            parts.append((gs, res[0], res[1]))
         at = self.atoms
         mode = {0: 0, 3: 3, 1: 5}[abs_power]
         return combine_cgf(parts, at, tau, order, lambda mu, nm: [
             (gs_, N.gk_integrate(mode, lp_, lq_, L_, pc_.a, pc_.b, xs_, w_, tau, gs_, mu, 0 if abs_power else nm,
                                  self.theta, QUAD_RTOL, 8)[0])
             for pc_, lp_, lq_, L_, xs_, w_, gs_ in cache], vector=vector, abs_power=abs_power)
+
+    def _mass_and_mean_pass(self, tau):
+        """(the pieces with tilted mass (``_tilted_pieces``; None where M(tau) is infinite), [(log-shift, I0, I1)
+        per piece]): the first quadrature pass of ``cgf_quadrature``, memoised per tau (the cumulants and both
+        absolute moments at a tilt start from the same pass)."""
+        cache = self._tilted_pieces(tau)
+        if cache is None:
+            return None, None
+        parts = []
+        for pc, lp, lq, L, xs, w, gs in cache:
+            res, _ = N.gk_integrate(0, lp, lq, L, pc.a, pc.b, xs, w, tau, gs, 0.0, 1, self.theta, QUAD_RTOL, 8)
+            parts.append((gs, res[0], res[1]))
+        return cache, parts
 
     # -- validation ----------------------------------------------------------------------------------
     def _probe_points(self, pc):

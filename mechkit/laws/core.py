@@ -274,7 +274,7 @@ class Law:
         def compute():
             got = self.single_piece_cgf(tau)
             return self.cgf(tau, 0) if got is None else got
-        return _memoised(self, (tau, "single"), compute)
+        return memoised(self, (tau, "single"), compute)
 
     def _single_piece(self):
         """The one monotone piece of a law without atoms (None otherwise; memoised)."""
@@ -343,7 +343,7 @@ GL8 = np.polynomial.legendre.leggauss(8)
 GL16 = np.polynomial.legendre.leggauss(16)
 
 
-def _memoised(core, key, compute):
+def memoised(core, key, compute):
     """The law's CGF-type values are pure functions of their arguments for a bound mechanism: remembered under
     ``key`` (bounded; ``compute()`` on a miss)."""
     memo = core.__dict__.setdefault("_cgf_memo", {})
@@ -357,13 +357,13 @@ def _memoised(core, key, compute):
 
 def memo_cgf(core, tau, order):
     """K^(order)(tau), memoised."""
-    return _memoised(core, (tau, order), lambda: core._cgf_uncached(tau, order))
+    return memoised(core, (tau, order), lambda: core._cgf_uncached(tau, order))
 
 
 def memo_abs(core, tau, power):
     """``tilted_abs`` (E|L_tau - K'(tau)|^power), memoised: the remove direction under Q and the add direction under
     P ask for the same values."""
-    return _memoised(core, (tau, "abs", power), lambda: core.cgf_quadrature(tau, power, abs_power=power))
+    return memoised(core, (tau, "abs", power), lambda: core.cgf_quadrature(tau, power, abs_power=power))
 
 
 def infinite_cgf(order, vector):
@@ -379,7 +379,7 @@ def memo_vector(core, tau, n):
             if np.all(np.isfinite(vec)):
                 return vec
         return core.cgf_quadrature(tau, n, vector=True)
-    return _memoised(core, (tau, "vector", n), compute)
+    return memoised(core, (tau, "vector", n), compute)
 
 
 def _infinite_stats(n, center):
@@ -419,32 +419,35 @@ def combine_cgf(parts, at, tau, order, central_pass, vector=False, abs_power=0):
     if terms is None:
         return infinite_cgf(order, vector)
     aw, av = terms
+    atoms = aw.size > 0  # (without atoms their terms are skipped: each would add an exact 0)
     shifts = [p[0] for p in parts] + list(aw)
     if not shifts:
         raise DerivationError("the tilted distribution has no mass")
     g = max(shifts)
-    I0 = sum(p[1] * math.exp(p[0] - g) for p in parts) + (float(np.sum(np.exp(aw - g))) if aw.size else 0.0)
+    I0 = sum(p[1] * math.exp(p[0] - g) for p in parts) + (float(np.sum(np.exp(aw - g))) if atoms else 0.0)
     if not I0 > 0 or not math.isfinite(I0):
         return infinite_cgf(order, vector) if order == 0 or vector or not I0 > 0 else np.inf
     K0 = math.log(I0) + g
     if order == 0 and not abs_power:
         return np.array([K0]) if vector else K0
-    if np.any(np.isinf(av) & (aw > NEG_INF)):
+    if atoms and np.any(np.isinf(av) & (aw > NEG_INF)):
         return infinite_cgf(order, vector)
-    I1 = sum(p[2] * math.exp(p[0] - g) for p in parts) + float(np.sum(np.exp(aw - g) * av))
+    I1 = sum(p[2] * math.exp(p[0] - g) for p in parts) + (float(np.sum(np.exp(aw - g) * av)) if atoms else 0.0)
     mu = I1 / I0
     if abs_power:
         tot = sum(float(res[0]) * math.exp(gs - g) for gs, res in central_pass(mu, 0))
-        tot += float(np.sum(np.exp(aw - g) * np.abs(av - mu) ** abs_power))
+        if atoms:
+            tot += float(np.sum(np.exp(aw - g) * np.abs(av - mu) ** abs_power))
         return tot / I0
     if order == 1:
         return np.array([K0, mu]) if vector else mu
     cen = np.zeros(order + 1)
     for gs, res in central_pass(mu, order):
         cen += res * math.exp(gs - g)
-    d = av - mu
-    for j in range(order + 1):
-        cen[j] += float(np.sum(np.exp(aw - g) * d ** j))
+    if atoms:
+        d = av - mu
+        for j in range(order + 1):
+            cen[j] += float(np.sum(np.exp(aw - g) * d ** j))
     cm = cen / I0
     full = np.zeros(7)
     full[: order + 1] = cm[: order + 1]

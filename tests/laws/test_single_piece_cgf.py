@@ -102,3 +102,25 @@ def test_single_piece_cgf_against_mpmath():
     for t in (-3.0, -0.5, 0.7, 4.0, 25.0):
         got = m.remove._core.single_piece_cgf(m.remove._a * t + m.remove._b)
         assert got == pytest.approx(_sg_remove_cgf_mpmath(0.9, 0.02, t), rel=1e-12, abs=1e-15), t
+
+
+def test_the_first_pass_at_a_tilt_is_shared_and_changes_no_value(monkeypatch):
+    # the cumulants and both absolute moments at a tilt start from one mass-and-mean pass (memoised per tau): three
+    # queries, one such pass; each value the same float as from a fresh law asked for it alone
+    from mechkit.laws import continuous
+    orig = continuous.N.gk_integrate
+    first = []
+
+    def count(mode, *a):
+        if mode == 0 and a[-4] == 1:  # the mass-and-mean pass: mode 0, moments 0..1
+            first.append(a[7])
+        return orig(mode, *a)
+    monkeypatch.setattr(continuous.N, "gk_integrate", count)
+
+    def fresh():
+        return mk.subsample(mk.gaussian(sigma=0.9), 0.02).remove
+    z = fresh()
+    got = (list(z.cgf_vector(0.0, 4)), z.tilted_abs3(0.0), z.tilted_abs3(0.0, power=1))
+    assert len(first) == 1
+    alone = (list(fresh().cgf_vector(0.0, 4)), fresh().tilted_abs3(0.0), fresh().tilted_abs3(0.0, power=1))
+    assert got == alone and len(first) == 4
