@@ -500,8 +500,18 @@ class ContinuousCore(Law):
         mode = {0: 0, 3: 3, 1: 5}[abs_power]
         return combine_cgf(parts, at, tau, order, lambda mu, nm: [
             (gs_, N.gk_integrate(mode, lp_, lq_, L_, pc_.a, pc_.b, xs_, w_, tau, gs_, mu, 0 if abs_power else nm,
-                                 self.theta, QUAD_RTOL, 8)[0])
+                                 self.theta, QUAD_RTOL, 8, self._kink(pc_, mu) if abs_power else math.nan)[0])
             for pc_, lp_, lq_, L_, xs_, w_, gs_ in cache], vector=vector, abs_power=abs_power)
+
+    def _kink(self, pc, mu):
+        """The x on the piece where L = mu (the kink of |L - mu|^p), from the closed-form inverse where its residual
+        checks out; nan where there is none (the quadrature then starts from equal intervals)."""
+        if pc.inv is None or not min(pc.La, pc.Lb) < mu < max(pc.La, pc.Lb):
+            return math.nan
+        with np.errstate(all="ignore"):
+            xk = self._f(pc.inv, mu)
+            ok = pc.a < xk < pc.b and abs(self._f(pc.v["L"], xk) - mu) <= 1e-9 * (1.0 + abs(mu))
+        return xk if ok else math.nan
 
     def _mass_and_mean_pass(self, tau):
         """(the pieces with tilted mass (``_tilted_pieces``; None where M(tau) is infinite), [(log-shift, I0, I1)
