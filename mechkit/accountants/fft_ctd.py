@@ -41,6 +41,10 @@ MESH_CONSTANT = 1.0
 #: the mesh is at most this share of the smallest standard deviation of a PLRV (``mesh``): below 0.1 the measured
 #: spread was 0.27-0.83 k h^2 (DP-SGD, sigma 0.5-5, q 0.001-1, k 1e2-1e4)
 SCALE_SHARE = 0.1
+#: ... but not below the model's mesh divided by this: where a step barely moves the loss (sigma 2-5, q 0.001) the
+#: share put grids of 1e5-3e5 points whose bounds were 100x inside the budget; at the model's mesh / 20 the spread
+#: is within it for constants up to 400 k h^2 (measured up to 144 there), and ``_refined`` checks it
+SCALE_SHRINK = 20.0
 #: a query whose bounds are further than eps_error from its estimate is recomputed on a finer grid, this many times
 REFINEMENTS = 3
 #: peak bytes per grid point of a query: two spectra composed at once, four curves kept (see fft.BYTES_PER_POINT)
@@ -55,8 +59,9 @@ def mesh(k, eps_error, items=()):
     """The mesh whose model spread is 1.5 eps_error for a total count k, and at most SCALE_SHARE of a step's
     standard deviation (per direction, the root of the count-weighted mean variance of the PLRVs in ``items``):
     where the mesh is not small against the law, the model fails (the spread was measured 5-300 times the model's
-    at h above 0.3 standard deviations).  A mechanism whose steps barely move the loss does not set the scale."""
-    h = math.sqrt(1.5 * eps_error / (MESH_CONSTANT * k))
+    at h above 0.3 standard deviations).  A mechanism whose steps barely move the loss does not set the scale.
+    The share shrinks the model's mesh by at most SCALE_SHRINK (the answer's excess is checked: ``_refined``)."""
+    model = h = math.sqrt(1.5 * eps_error / (MESH_CONSTANT * k))
     for d in DIRECTIONS:
         tot, n = 0.0, 0
         for m, count in items:
@@ -68,7 +73,7 @@ def mesh(k, eps_error, items=()):
                 tot, n = tot + count * var, n + count
         if n:
             h = min(h, SCALE_SHARE * math.sqrt(tot / n))
-    return h
+    return max(h, model / SCALE_SHRINK)
 
 
 def first_mesh(items, eps_error, L, memory_limit):

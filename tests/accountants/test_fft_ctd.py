@@ -9,11 +9,11 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import assume, given, settings, strategies as st
 
 import mechkit as mk
 from mechkit.accountants import fft_ctd, fft_grid, fft_sums
-from tests.helpers import approx_dp_pair, rr_delta
+from tests.helpers import Reached, approx_dp_pair, rr_delta
 
 TRUTH_DPSGD = 10.053634770654  # sigma 0.8, q 0.01, k 1e4, delta 1e-5 (mpmath contour integral, issue 23)
 
@@ -257,3 +257,44 @@ def test_a_smooth_laws_jittering_excess_is_refined_not_handed_to_the_prv_variant
     assert fft_ctd._build(run.items, 1e-3, 1e-8, 2 ** 31)[3]
     rr = mk.compose((mk.subsample(mk.randomized_response(epsilon=1.0), 0.05), 300))
     assert not fft_ctd._build(rr.items, 1e-3, 1e-8, 2 ** 31)[3]
+
+
+def test_a_step_that_barely_moves_the_loss_does_not_shrink_the_mesh_past_the_model_by_more_than_20():
+    # sigma 2, q 0.001, k 100: a step's loss has sd 5.3e-4, and a tenth of it (SCALE_SHARE) put 138,240 points whose
+    # bounds were 1e-5 from the estimate at eps_error 3e-3; the mesh is now the model's / SCALE_SHRINK (12,000-22,000
+    # points), one grid, within the budget, and its interval meets a fine grid's (eps_error 3e-5: the former mesh)
+    items = mk.compose((mk.subsample(mk.gaussian(sigma=2.0), 0.001), 100)).items
+    model = fft_ctd.mesh(100, 3e-3)
+    sd = math.sqrt(float(items[0][0].plrv("remove").cgf(0.0, 2)))
+    assert fft_ctd.SCALE_SHARE * sd < model / fft_ctd.SCALE_SHRINK
+    assert fft_ctd.mesh(100, 3e-3, items) == pytest.approx(model / fft_ctd.SCALE_SHRINK)
+    run = mk.compose((mk.subsample(mk.gaussian(sigma=2.0), 0.001), 100))
+    e = run.epsilon(1e-5, eps_error=3e-3)
+    assert e.details["mesh"] == pytest.approx(model / fft_ctd.SCALE_SHRINK, rel=1e-3)  # (aligned) no refinement
+    assert max(e.details["excess"]) <= 3e-3
+    f = run.epsilon(1e-5, eps_error=3e-5)
+    assert e.lower <= f.upper and f.lower <= e.upper and f.upper - f.lower < 1e-4
+
+
+_SHRUNK = Reached(shrunk=0.3)
+
+
+@pytest.mark.slow
+@_SHRUNK
+@settings(deadline=None, max_examples=max(1, settings.default.max_examples // 5))  # the reference: ~0.25 s each
+@given(sigma=st.floats(3.5, 5.0), q=st.floats(0.002, 0.003), k_share=st.floats(0.0, 1.0), eps=st.floats(0.05, 1.0))
+def test_meshes_limited_by_the_shrink_hold_the_contour_reference(sigma, q, k_share, eps):
+    # where SCALE_SHRINK decides the mesh (steps of sd ~5e-4 at eps_error 3e-3), delta(eps)'s interval holds the
+    # independent contour integral (>= 3 expected sampled steps, where it converges; a fifth of the profile's
+    # examples: each costs the reference ~0.25 s)
+    from tests.references import contour as ref
+    k = int(math.ceil(3.0 / q) + k_share * (3000 - math.ceil(3.0 / q)))
+    try:
+        truth = ref.delta(eps, sigma, q, k)
+    except ref.NotConverged:
+        assume(False)
+    run = mk.compose((mk.subsample(mk.gaussian(sigma=sigma), q), k))
+    d = run.delta(eps, eps_error=3e-3)
+    assert d.lower <= truth <= d.upper
+    if fft_ctd.mesh(k, 3e-3, run.items) == pytest.approx(fft_ctd.mesh(k, 3e-3) / fft_ctd.SCALE_SHRINK, rel=1e-12):
+        _SHRUNK.hit("shrunk")  # the shrink set the first mesh (a delta query may refine it)
