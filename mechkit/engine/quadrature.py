@@ -325,7 +325,7 @@ def gk_integrate(mode, f1, f2, f3, a, b, c, w, t, shift, mu, nmom, theta, rtol, 
     The map x = c + w u/(1-u^2) puts the bulk of the integrand (centre c, width w) at u ~ 0; the search starts
     from ``nsplit`` equal intervals in u, or, with ``kink`` (an x inside (a, b) where the integrand has a kink:
     |L - mu|^p at L = mu), from nsplit // 2 on each side of it, so that no interval straddles it (the kink inside
-    an interval costs the adaptive search many halvings: |L - mu| at a subsampled Gaussian's mean 150 us, 45 us
+    an interval costs the adaptive search many halvings: |L - mu| at a subsampled Gaussian's mean 150 us, 70 us
     split).  Returns (integrals[0..nmom], estimated absolute errors[0..nmom]).
     A Python function: compiled, it would hold a second copy of ``gk_adaptive``'s machine code (Numba links a
     callee into each compiled caller), a large part of the engine's first compilation.
