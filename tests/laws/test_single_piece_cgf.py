@@ -10,16 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import mechkit as mk
+from tests.laws.test_against_mpmath import logistic_family
 
 x = sp.Symbol("x", real=True)
-b = sp.Symbol("b", positive=True)
 lam = sp.Symbol("lam", positive=True)
 
 
 def _logistic():
-    return mk.Mechanism.from_densities(
-        p=sp.exp(-x / b) / (b * (1 + sp.exp(-x / b)) ** 2),
-        q=sp.exp(-(x - 1) / b) / (b * (1 + sp.exp(-(x - 1) / b)) ** 2), var=x, name="logistic")(b=2.0)
+    return logistic_family()(b=2.0)  # the README's user-defined mechanism
 
 
 def _exponential_rates():
