@@ -105,6 +105,20 @@ def test_bounds_searched_for_a_lower_bound_only_locate_no_upper_tilt(monkeypatch
     assert (e.value, e.lower, e.upper) == (f.value, f.lower, f.upper)
 
 
+def test_the_polish_takes_no_first_order_step_across_the_msd1_kink():
+    # sigma 0.967, q 6.5e-4, k 3125, delta 5.8e-5 (found by the property below): the exact value at the model's
+    # root is on SP-MSD1's MSD0 branch (correction factor -0.28), 0.043 nats above the target, and the model's central
+    # difference straddled the kink, so its "first-order step" was 1e-6 for a root 3.5e-3 away; the polish now
+    # searches exact values there (_one_branch), and the estimate is the exact root
+    run = mk.compose((sg(0.9674720084095445, math.exp(-7.337890625)), int(math.exp(8.046875))))
+    d = math.exp(-9.75)
+    e = run.epsilon(d, method="spa")
+    t = e.details["saddle_point"]
+    r = spa_model.directions(run.items)[0].at(t)
+    assert abs(spa_formulas.estimate_log_delta(r, "log_msd1") - math.log(d)) < 1e-8
+    assert float(e) == pytest.approx(r["eps"], rel=1e-12) and e.lower <= float(e) <= e.upper
+
+
 _SINGULAR = Reached(singular=0.05)  # flagged in ~20% of these examples
 
 
