@@ -271,7 +271,10 @@ def _epsilon(dirs, d, order, variant):
     for dirn in dirs:
         if dirn is dom:
             continue
-        weak = lo == 0.0 or val - lo > LOWER_WEAK * (up - val)  # the leader's lower bound, which the other's may beat
+        # the leader's lower bound, which the other's may beat: far below its estimate next to the upper bound, or
+        # (a direction with a law of its own: a mirrored one's is the leader's) next to the estimate itself
+        weak = (lo == 0.0 or val - lo > LOWER_WEAK * (up - val)
+                or (dirn not in mirrored and val - lo > LOWER_GAP * val))
         if dirn in mirrored and where is not None and not weak:
             # the leader's law at its estimate's tilt: the leader's upper bound's tilt certifies this one too (a
             # weak lower bound is still searched for from this direction's own model below: its search path, not
@@ -337,3 +340,5 @@ MIRROR_UPPER = 1e-6
 #: the other direction's bounds are computed as well where the leader's lower bound is further below its estimate
 #: than this many times its upper bound is above it
 LOWER_WEAK = 3.0
+#: ... or than this share of the estimate
+LOWER_GAP = 0.15
