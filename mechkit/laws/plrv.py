@@ -292,6 +292,8 @@ class PLRV:
         """
         if order not in range(7):
             raise ParameterError(f"order must be an integer in [0, 6], got {order!r}")
+        if isinstance(t, float) and math.isfinite(t):  # a scalar (the accountants' Renyi scans): no array round trip
+            return float(self._a ** order * self._core.cgf(self._a * t + self._b, order))
         scalar = np.ndim(t) == 0
         ts = np.atleast_1d(np.asarray(t, dtype=float))
         if np.any(~np.isfinite(ts)):

@@ -4,6 +4,7 @@ mpmath; the CGF query takes that path, and a divergent tilted MGF is +inf on bot
 import math
 
 import mpmath
+import numpy as np
 import pytest
 import sympy as sp
 from hypothesis import given
@@ -155,3 +156,18 @@ def test_a_symmetric_laws_mean_absolute_deviation_is_the_same_both_ways():
     m = _logistic()
     a, b_ = m.remove.tilted_abs3(0.0, power=1), m.add.tilted_abs3(0.0, power=1)
     assert abs(a - b_) <= 1e-15 * a
+
+
+def test_a_scalar_cgf_query_equals_the_array_path_and_checks_its_input():
+    # PLRV.cgf's scalar path (no array round trip: the Renyi scans ask it ~50 times a query) returns the array
+    # path's floats; non-finite tilts are refused either way
+    z = mk.subsample(mk.gaussian(sigma=0.9), 0.02).add
+    ts = [-2.5, -0.3, 0.0, 0.7, 4.0, 31.0]
+    for order in (0, 1, 2, 4):
+        arr = z.cgf(np.array(ts), order)
+        for t, want in zip(ts, arr):
+            assert z.cgf(t, order) == want and z.cgf(np.float64(t), order) == want
+            assert type(z.cgf(t, order)) is float
+    for bad in (math.inf, -math.inf, math.nan):
+        with pytest.raises(mk.ParameterError):
+            z.cgf(bad)
