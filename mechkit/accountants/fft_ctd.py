@@ -33,6 +33,7 @@ from ..progress import threaded, working
 from ..relations import DIRECTIONS
 from . import fft_grid as fft
 from . import fft_sums as _fs
+from .fft_wrap import TILTS, log_mgf, wrap_bound
 
 #: the model of the bounds' spread: upper - lower ~ MESH_CONSTANT * k * h^2 in epsilon (measured 0.27-0.83 for
 #: DP-SGD where h is below a tenth of the PLRV's standard deviation); the mesh is chosen so that the model puts the
@@ -51,8 +52,6 @@ REFINEMENTS = 3
 BYTES_PER_POINT = 2 * fft.BYTES_PER_POINT
 #: refinement stops where the excess falls slower than h ** MIN_ORDER (``_refined``)
 MIN_ORDER = 1.5
-#: tilts at which the composed tails beyond the circle are bounded (Chernoff, the best of them)
-TILTS = np.array([0.0625, 0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
 
 
 def mesh(k, eps_error, items=()):
@@ -269,43 +268,6 @@ def _parts(plrv, xs, p, r, h):
     return (idx[order], mass[order], lr[order]), float(np.sum(ap[snap] * np.abs(up[snap])))
 
 
-#: laws with more support points than this have their moment generating functions summed by the compiled pass
-#: (``fft_sums.log_mgf``, compiled on first use: a query on a small grid, the default budget's, does not wait for it)
-COMPILED_MGF_POINTS = 5_000
-
-
-def log_mgf(pmf, x0, h):
-    """log sum_j pmf_j e^{+-t (x0 + j h)} at each t of TILTS (exact sums of the discrete law, from its extreme
-    support point: no overflow), for the Chernoff bound on the wrap-around; upper bounds by the compiled pass for
-    large laws."""
-    nz = np.nonzero(pmf > 0.0)[0]
-    if nz.size == 0:
-        return np.full(TILTS.size, -np.inf), np.full(TILTS.size, -np.inf)
-    if nz.size > COMPILED_MGF_POINTS:
-        return _fs.log_mgf(pmf, x0, h, TILTS)
-    lp = np.log(pmf[nz])
-    out = []
-    for sign, ref in ((1.0, nz[-1]), (-1.0, nz[0])):
-        e = lp[None, :] + sign * TILTS[:, None] * ((nz - ref) * h)[None, :]
-        top = e.max(axis=1)
-        out.append(top + np.log(np.exp(e - top[:, None]).sum(axis=1)) + sign * TILTS * (x0 + ref * h))
-    return out[0], out[1]
-
-
-def _wrap_bound(mgf, grid, shift=0.0):
-    """Mass of the composed discrete law beyond the circle's range (it wraps around): Chernoff at the best tilt,
-    from ``mgf`` = the composed log moment generating functions at TILTS and -TILTS; ``shift`` the sum of the
-    laws' grid offsets."""
-    N, h = grid.N, grid.h
-    half = N // 2 + 1
-    top, bottom = (half - 1) * h + shift, -(N - half) * h + shift
-    up, down = mgf
-    with np.errstate(over="ignore"):
-        hi = np.exp(np.min(up - TILTS * (top + h / 2)))
-        lo = np.exp(np.min(down + TILTS * (bottom - h / 2)))
-    return float(min(hi, 1.0) + min(lo, 1.0))
-
-
 def compose(items, direction, grid, delta_error):
     """(upper curve, lower curve) of one direction, each with its certified allowance ``slack``."""
     k = sum(c for _, c in items)
@@ -327,7 +289,7 @@ def compose(items, direction, grid, delta_error):
 def _finish(acc, mgf, out, grid):
     curve = acc.curve()
     curve.dropped = out
-    curve.wrapped = _wrap_bound(mgf, grid, acc.mu)
+    curve.wrapped = wrap_bound(mgf, grid, acc.mu)
     curve.slack = curve.fp + out + curve.wrapped
     return curve
 
