@@ -201,6 +201,7 @@ def polish_estimate(dirn, target, fn, u):
     values (``solve_t``).  An SP-MSD1 root on exact values at its singularity (``MSD1_SINGULAR``, as in
     ``estimate_root``) is replaced by SP-MSD0's root on exact values (fell back: True); the search stops as soon
     as both ends of its bracket are within MSD1_SINGULAR of the singularity (``_SingularWatch``)."""
+    msd1 = getattr(fn, "key", None) == "log_msd1"
     t = math.exp(u)
     r = dirn.at(t, want_bounds=True)
     v = fn(r) - target
@@ -208,16 +209,16 @@ def polish_estimate(dirn, target, fn, u):
         sides = [dirn.at(math.exp(x), want_bounds=False) for x in (u + _SLOPE_H, u - _SLOPE_H)]
         hi, lo = (fn(x) for x in sides)
         slope = (hi - lo) / (2.0 * _SLOPE_H)
-        if slope < 0 and (getattr(fn, "key", None) != "log_msd1" or _one_branch([r] + sides)):
+        if slope < 0 and (not msd1 or _one_branch([r] + sides)):
             step = -t * r["p2"] * v / slope  # d epsilon / du = t psi''
             if abs(step) <= POLISH_LINEAR * (1.0 + abs(r["eps"])):
                 return u, r["eps"] + step, False
     fell = False
-    if getattr(fn, "key", None) == "log_msd1":
+    if msd1:
         watch = _SingularWatch(fn, target)
         try:
             root = solve_t(dirn, target, watch, True, u, vtol=1e-9)
-            fell = root is not None and watch.singular(dirn.at(math.exp(root), want_bounds=True))
+            fell = root is not None and _on_singularity(dirn.at(math.exp(root), want_bounds=True)["corr"])
         except _Singular:
             fell = True
         if fell:
@@ -251,15 +252,12 @@ class _SingularWatch:
         self.ends = [None, None]  # corr at the latest point above, below the target
         self.last_u = None
 
-    def singular(self, r):
-        return abs(r["corr"]) <= MSD1_SINGULAR
-
     def __call__(self, r):
         v = self.fn(r)
         self.last_u = math.log(r["t"])
         if math.isfinite(v) and v != self.target:
             self.ends[0 if v > self.target else 1] = r["corr"]
-            if all(c is not None and abs(c) <= MSD1_SINGULAR for c in self.ends):
+            if all(c is not None and _on_singularity(c) for c in self.ends):
                 raise _Singular
         return v
 
@@ -271,14 +269,18 @@ class _SingularWatch:
 MSD1_SINGULAR = 0.05
 
 
+def _on_singularity(corr):
+    """True where SP-MSD1's correction factor is within ``MSD1_SINGULAR`` of 0 (a root there is spurious)."""
+    return abs(corr) <= MSD1_SINGULAR
+
+
 def estimate_root(dirn, target, fn, **kw):
     """(log t, fn used, fell back): the model's root of the estimate's approximation; an SP-MSD1 root on its
     singularity (``MSD1_SINGULAR``) is replaced by SP-MSD0's root (the estimate is then not reliable)."""
     u = solve_root(dirn, target, fn, **kw)
     if getattr(fn, "key", None) != "log_msd1" or u is None:
         return u, fn, False
-    corr = dirn.at(math.exp(u), want_bounds=False)["corr"]
-    if not abs(corr) <= MSD1_SINGULAR:
+    if not _on_singularity(dirn.at(math.exp(u), want_bounds=False)["corr"]):
         return u, fn, False
     f0 = modelled_value("log_msd0")
     return solve_root(dirn, target, f0), f0, True
