@@ -292,15 +292,13 @@ class PLRV:
         """
         if order not in range(7):
             raise ParameterError(f"order must be an integer in [0, 6], got {order!r}")
-        def at(x):
-            return self._a ** order * self._core.cgf(self._a * x + self._b, order)
         if isinstance(t, float) and math.isfinite(t):  # a scalar (the accountants' Renyi scans): no array round trip
-            return float(at(t))
+            return float(self._a ** order * self._core.cgf(self._a * t + self._b, order))
         scalar = np.ndim(t) == 0
         ts = np.atleast_1d(np.asarray(t, dtype=float))
         if np.any(~np.isfinite(ts)):
             raise ParameterError("t must be finite")
-        out = np.array([at(x) for x in ts])
+        out = np.array([self.cgf(x, order) for x in ts])  # each a finite numpy float: the scalar path
         return float(out[0]) if scalar else out
 
     def cgf_unchecked(self, t: float) -> float:
