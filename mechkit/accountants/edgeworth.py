@@ -289,7 +289,7 @@ def _tilted_delta(items, eps, order):
     rows, fell, regimes = [], [], []
     for e in eps:
         best = np.full(4, -math.inf)  # log: estimate, lower, upper, neighbouring order's estimate
-        bad, regime = False, True
+        bad, cands = False, []
         for dirn in dirs:
             # the SPA composes a direction's finite part; its mass at +inf is added (log(A + delta_fin))
             la = math.log(dirn.inf_mass) if dirn.inf_mass > 0.0 else -math.inf
@@ -305,12 +305,12 @@ def _tilted_delta(items, eps, order):
                 bad = bad or (math.isnan(v) and o == order)
                 vals.append(r["log_clt"] if math.isnan(v) else v)
             row = np.logaddexp(la, [vals[0], r["log_lower"], r["log_upper"], vals[1]])
-            if row[0] >= best[0]:
-                regime = spa.reliable(r)  # the SPA's own criterion (Daniels term) at the dominant direction
+            cands.append((row, spa.reliable(r)))  # the SPA's own criterion (Daniels term)
             best = np.maximum(best, row)
         rows.append(np.minimum(np.exp(best), 1.0))
         fell.append(bad)
-        regimes.append(regime)
+        # in its regime at the dominant direction, and at the other unless certified below the dominant's estimate
+        regimes.append(all(g or (row[0] < best[0] and row[2] <= best[0]) for row, g in cands))
     val, lo, up, other = np.array(rows).reshape(-1, 4).T
     details = _tilted_details(order)
     details["fell_back_to_order_0"] = fell

@@ -168,12 +168,13 @@ def test_heterogeneous_mix_and_both_directions():
     ref = C.Composition((C.subsampled_gaussian(1.0, 0.02), 800), (C.laplace(30.0), 20), (C.gaussian(40.0), 5))
     eps = [1.0, 2.0]
     spa = run.delta(eps, method="spa")
-    assert spa.certified and all(spa.details["reliable"])
+    # not flagged reliable since the twenty-eighth session (correction factors ~1.02, beyond RELIABLE_CORRECTION:
+    # conservative here, where the epsilon estimate is within 5e-6 of the truth)
+    assert spa.certified
     for i, (e, rel, over, under) in enumerate(zip(eps, (8.5e-3, 4.5e-3), (0.97, 1.7), (0.84, 1.0))):
         # measured: estimate 5.6e-3 / 2.9e-3 from the truth; over 0.647 / 1.14; under 0.676 / 1 (lower = 0)
         _inside(spa.lower[i], float(spa[i]), spa.upper[i], ref.delta(e), rel, over, under, ("delta", e))
     est = run.epsilon(1e-5, method="spa")
-    assert est.details["reliable"]
     # the truth is inside [lower, upper] and within 1e-5 (measured 4.8e-6) of the estimate: checked by the sign of
     # delta_true - 1e-5 at the ends (the curve is decreasing), no root search needed
     v = float(est)
@@ -285,6 +286,8 @@ _DP_SGD_REFERENCE = Reached(contour=0.5)
 @example(sigma=1.03125, q=0.005859375, k=166, logd=-4.0)  # an MSD1 "root" on its singularity, flagged reliable
 @example(sigma=1.5, q=0.05, k=1000, logd=-12.0)  # the FFT refuses below its floor: the contour is the only reference
 @example(sigma=1.0, q=0.0625, k=50, logd=-4.0)  # reliable, the upper bound 20% above the estimate (nightly)
+@example(sigma=1.5, q=0.0125, k=600, logd=-4.6)  # factor 1.038, 2.2e-3 off: reliable until RELIABLE_CORRECTION 0.015
+@example(sigma=2.0, q=0.0059, k=457, logd=-5.0)  # the leader reliable, the other direction far off and larger (nightly)
 def test_random_dp_sgd_intervals_hold_the_contour_truth(sigma, q, k, logd):
     # the SPA's certified interval must hold the truth, the contour integral of both directions (tests/references/
     # contour_mix.py), and the solver must converge (no NumericalLimitError) across the DP-SGD range.  Where the
@@ -359,6 +362,28 @@ def test_cancelling_correction_terms_are_not_reliable():
     assert good.details["reliable"] is True
     ref = C.Composition((C.subsampled_gaussian(2.0, 0.01), 1000))
     assert ref.epsilon_within(1e-5, float(good) * (1 - 1e-4), float(good) * (1 + 1e-4))
+
+
+def test_the_other_direction_decides_reliability_too():
+    """Issue 23 (a nightly finding): sigma 2, q 0.0078, k 256, delta 1e-4.  The add direction's estimate 0.16496 is
+    right and in its regime (correction factor 1.007), but the remove direction's expansion is far off (factor
+    -11: its tilted loss is a lump of rare sampled steps) and its true epsilon, 0.18344, is the larger: the max was
+    reported 0.1650 "reliable" (10% low).  The max is now reliable only where the other direction is too or is
+    certified below the leader's estimate; its delta at the true epsilon the same (the estimate 3.6e-5 against
+    1e-4).  Truths: the contour integral of each direction.  A Gaussian (two mirrored directions) and sigma 2,
+    q 0.01, k 1000 (the other direction certified below) stay reliable."""
+    from tests.references import contour_mix as C
+    ref = C.subsampled_gaussian(2.0, 0.0078)
+    truth = {dirn: C.Direction([(ref, 256)], dirn).epsilon(1e-4) for dirn in ("remove", "add")}
+    run = mk.compose((sg(2.0, 0.0078), 256))
+    e = run.epsilon(1e-4, method="spa")
+    assert float(e) == pytest.approx(truth["add"], rel=1e-3) and truth["remove"] > float(e) * 1.1
+    assert e.lower <= truth["remove"] <= e.upper
+    assert e.details["reliable"] is False and e.details["other_direction"] is True
+    d = run.delta(truth["remove"], method="spa")
+    assert float(d) < 0.5e-4 <= 1e-4 <= d.upper and d.details["reliable"] == [False]
+    assert mk.compose((mk.gaussian(sigma=3.0), 20)).epsilon(1e-5, method="spa").details["reliable"] is True
+    assert mk.compose((sg(2.0, 0.01), 1000)).epsilon(1e-5, method="spa").details["reliable"] is True
 
 
 def test_an_expansion_above_one_is_clamped_and_not_reliable():
