@@ -346,7 +346,7 @@ def _tilted_delta(items, eps, order):
             # the certified bounds hold at every tilt: the better of the two tilts' (the model's may be the tighter)
             bounds = max(r["log_lower"], r0["log_lower"]), min(r["log_upper"], r0["log_upper"])
             row = np.logaddexp(la, [vals[0], *bounds, vals[1]])
-            cands.append((row, converged and spa.reliable(r), t))  # the SPA's own criterion (Daniels term)
+            cands.append((row, converged and spa.in_regime(dirn, r), t))  # the SPA's regime
             best = np.maximum(best, row)
         rows.append(np.minimum(np.exp(best), 1.0))
         fell.append(bad)
@@ -402,7 +402,7 @@ def _root_in_regime(dirn, t, order):
     from an SP-CLT fallback at t = 83 (correction factor -5.8), the truth 0.0194."""
     r = dirn.at(t)
     vals = [_tilted_at(dirn, t, r["eps"], o, r["vec"]) for o in (order, _neighbour(order))]
-    return spa.reliable(r) and _reliable(*(math.exp(v) if math.isfinite(v) else 0.0 for v in vals))
+    return spa.in_regime(dirn, r) and _reliable(*(math.exp(v) if math.isfinite(v) else 0.0 for v in vals))
 
 
 # --- the accountant's entry points -------------------------------------------------------------------------

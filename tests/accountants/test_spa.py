@@ -386,6 +386,28 @@ def test_the_other_direction_decides_reliability_too():
     assert mk.compose((sg(2.0, 0.01), 1000)).epsilon(1e-5, method="spa").details["reliable"] is True
 
 
+def test_runs_lumped_on_point_masses_are_not_reliable():
+    """A random mixture sweep (twenty-eighth session) found "reliable" answers 0.2-1.4% off where one mechanism's
+    runs put the tilted loss on a lattice: Laplace scale 48 x 10 (its loss sits on its two point masses with
+    probability 0.99 a run), randomized response x 200.  The FFT's certified interval proves the estimates off; now
+    ``_Direction.lattice`` takes them out of the regime (the SPA and both Edgeworth variants).  Laplace scale 20 x
+    1000 (the lattice weight 1e-14) stays reliable, within 1e-5 of the FFT."""
+    run = mk.compose((mk.laplace(scale=48.2273), 10))
+    d = 0.0047751417136127315
+    f = run.epsilon(d, eps_error=1e-3)
+    e = run.epsilon(d, method="spa")
+    assert float(e) < f.lower * 0.99 and e.details["reliable"] is False and e.details["lattice"] is True
+    for kw in ({}, {"variant": "tilted"}):
+        t = run.epsilon(d, method="edgeworth", **kw)
+        assert float(t) < f.lower * 0.99 and t.details["reliable"] is False
+    assert run.delta(float(f), method="spa").details["reliable"] == [False]
+    rr = mk.compose((mk.laplace(scale=27.6599), 3), (mk.randomized_response(epsilon=0.481957), 200))
+    assert rr.epsilon(1.0922802625976915e-07, method="spa").details["reliable"] is False
+    big = mk.compose((mk.laplace(scale=20.0), 1000))
+    e, f = big.epsilon(1e-6, method="spa"), big.epsilon(1e-6, eps_error=1e-3)
+    assert e.details["reliable"] is True and float(e) == pytest.approx(float(f), rel=1e-5)
+
+
 def test_an_expansion_above_one_is_clamped_and_not_reliable():
     """sigma 5, q 0.001, k 1000 (one expected sampled step): at epsilon 0.02 the remove direction's expansion puts
     delta above 1 (its saddle point stuck at the largest tilt searched).  The answer is the certified interval with

@@ -5,10 +5,10 @@ from the saddle point of its CGF, with certified bounds from Theorem 5.
 CGF nodes, Taylor series); ``search``: root searches in the tilt, the estimate's polish, point-mass answers;
 ``bounds``: the certified bounds and certificates; ``accountant``: ``epsilon`` and ``delta``, the public entry points.
 """
-from .accountant import delta, epsilon, exact_saddle
+from .accountant import delta, epsilon, exact_saddle, in_regime
 from .formulas import VARIANTS, ZeroDelta, reliable
 from .model import DIRECTION_CACHE, directions
 from .search import at_zero, solve_t
 
-__all__ = ["epsilon", "delta", "exact_saddle", "at_zero", "directions", "solve_t", "ZeroDelta", "reliable", "VARIANTS",
-           "DIRECTION_CACHE"]
+__all__ = ["epsilon", "delta", "exact_saddle", "in_regime", "at_zero", "directions", "solve_t", "ZeroDelta",
+           "reliable", "VARIANTS", "DIRECTION_CACHE"]
