@@ -103,7 +103,7 @@ def _delta(dirs, eps, order, variant):
             val.append(0.0), lo.append(0.0), up.append(0.0), rel.append(True)
             continue
         found.sort(key=lambda x: -x[0])
-        log_val, dom, t, _ = found[0]
+        _, dom, t, _ = found[0]
         t, r, _ = exact_saddle(dom, t, e)
         log_up, log_val, ok = r["log_upper"], estimate_log_delta(r, key), in_regime(dom, r)
         for _, dirn, t2, res in found[1:]:
