@@ -114,7 +114,8 @@ def _delta(dirs, eps, order, variant):
             # the max is as reliable as the leader where this direction is too or is certified below its estimate
             # (as ``_others_reliable`` for epsilon)
             if ok and not in_regime(dirn, res) and other > log_val:
-                ok = min(node_log_upper(dirn, t2, e, log_val), dirn.at(t2, e, want_bounds=True)["log_upper"]) <= log_val
+                ok = (node_log_upper(dirn, t2, e, log_val) <= log_val
+                      or dirn.at(t2, e, want_bounds=True)["log_upper"] <= log_val)
         val.append(exp_or_inf(log_val))
         lo.append(max(exp_or_inf(r["log_lower"]), point_mass_delta(dirs, e)))
         up.append(min(1.0, exp_or_inf(log_up)))
@@ -314,13 +315,7 @@ def _epsilon(dirs, d, order, variant):
         need_up = (dirn.sup() > up and not (dirn in dominated and val <= up)
                    and (u is None or node_log_upper(dirn, math.exp(u), up, target) > target))
         if need_up:
-            try:
-                t_up = dirn.saddle(up, None if u is None else math.exp(u))
-                need_up = node_log_upper(dirn, t_up, up, target) > target
-            except ZeroDelta:
-                need_up = False
-            except NumericalLimitError:
-                pass
+            need_up = not _certified_at_most(dirn, up, target, None if u is None else math.exp(u))
         if need_up or weak:
             # either direction's lower bound holds for the max: the other's is computed too where the leader has
             # none or a weak one (Berry-Esseen is loose where the leader's tilted loss is skewed; the other's may
@@ -377,13 +372,13 @@ def _others_reliable(est, dom, val, target, mirrored):
     return True
 
 
-def _certified_at_most(dirn, eps, target):
+def _certified_at_most(dirn, eps, target, near=None):
     """True when a certified upper bound on delta(eps) of ``dirn`` (at the memoised node nearest its saddle point
-    of eps) is at most exp(target): its epsilon is then at most eps."""
+    of eps, searched from the tilt ``near`` where given) is at most exp(target): its epsilon is then at most eps."""
     if dirn.sup() <= eps:
         return True
     try:
-        t = dirn.saddle(eps)
+        t = dirn.saddle(eps, near)
     except ZeroDelta:
         return True
     except NumericalLimitError:
