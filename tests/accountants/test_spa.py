@@ -390,6 +390,24 @@ def test_the_other_direction_decides_reliability_too():
     assert mk.compose((sg(2.0, 0.01), 1000)).epsilon(1e-5, method="spa").details["reliable"] is True
 
 
+@pytest.mark.parametrize("s", [5.0, 20.0, 80.0])
+def test_second_term_is_laplaces_next_term(s):
+    """``formulas.second_term`` is the O(1/n^2) term of the steepest-descent expansion whose O(1/n) term is MSD1's
+    correction.  Independent check: Hankel's contour 1/Gamma(s) = (1/2 pi i) int e^z z^-s dz through the saddle
+    point z = s (psi^(r) = (-1)^r (r-1)! s / z^r), whose series is Stirling's, 1 - 1/(12 s) + 1/(288 s^2) +
+    139/(51840 s^3) + ...: the term is 1/(288 s^2), and with it the truncated series meets 1/Gamma(s) to O(s^-3)."""
+    t = 3.0  # any tilt: k5, k6 are chosen so that psi's derivatives are Hankel's
+    res = {"t": t, "p2": 1.0 / s, "p3": -2.0 / s ** 2, "p4": 6.0 / s ** 3}
+    k5 = -24.0 / s ** 4 + 24.0 / t ** 5 + 24.0 / (1.0 + t) ** 5
+    k6 = 120.0 / s ** 5 - 120.0 / t ** 6 - 120.0 / (1.0 + t) ** 6
+    second = spa_formulas.second_term(res, k5, k6)
+    assert second == pytest.approx(1.0 / (288.0 * s * s), rel=1e-9)
+    lead = math.exp(s - s * math.log(s) + math.lgamma(s)) * math.sqrt(s / (2.0 * math.pi))
+    first = (6.0 / s ** 3) / (8.0 * s ** -2) - 5.0 * (2.0 / s ** 2) ** 2 / (24.0 * s ** -3)
+    assert first == pytest.approx(-1.0 / (12.0 * s), rel=1e-12)
+    assert abs(lead * (1.0 + first + second) - 1.0) < 0.004 / s ** 3 < abs(lead * (1.0 + first) - 1.0)
+
+
 def test_runs_lumped_on_point_masses_are_not_reliable():
     """A random mixture sweep (twenty-eighth session) found "reliable" answers 0.2-1.4% off where one mechanism's
     runs put the tilted loss on a lattice: Laplace scale 48 x 10 (its loss sits on its two point masses with
@@ -410,6 +428,24 @@ def test_runs_lumped_on_point_masses_are_not_reliable():
     big = mk.compose((mk.laplace(scale=20.0), 1000))
     e, f = big.epsilon(1e-6, method="spa"), big.epsilon(1e-6, eps_error=1e-3)
     assert e.details["reliable"] is True and float(e) == pytest.approx(float(f), rel=1e-5)
+
+
+def test_few_runs_and_a_large_next_term_are_not_reliable():
+    """Random compositions of a few runs (twenty-ninth session) found "reliable" answers 1-8e-3 off in epsilon,
+    proved off by the FFT's certified interval: one run of a subsampled Gaussian at q 0.31 (0.8% low: its tilted
+    loss piles up at its support's edge; 1 effective run, ``"few_runs"``), and a subsampled Gaussian x 5 with a
+    Gaussian x 20 (1.7e-3 high; the expansion's next term, ``formulas.second_term``, says 1.6e-3: ``"next_term"``).
+    The SPA and the tilted Edgeworth (the same regime test) are no longer reliable there."""
+    one = mk.compose((sg(0.602861, 0.313036), 1))
+    d = 0.004302277451936606
+    f, e = one.epsilon(d), one.epsilon(d, method="spa")
+    assert float(e) < f.lower * (1 - 5e-3) and e.details["reliable"] is False and e.details["few_runs"] is True
+    assert one.epsilon(d, method="edgeworth", variant="tilted").details["reliable"] is False
+    mix = mk.compose((sg(0.705632, 0.107093), 5), (mk.gaussian(sigma=4.47178), 20))
+    d = 0.008707063058106113
+    f, e = mix.epsilon(d, eps_error=1e-4), mix.epsilon(d, method="spa")
+    assert float(e) > f.upper * (1 + 1e-3) and e.details["reliable"] is False and e.details["next_term"] is True
+    assert mix.epsilon(d, method="edgeworth", variant="tilted").details["reliable"] is False
 
 
 def test_an_expansion_above_one_is_clamped_and_not_reliable():

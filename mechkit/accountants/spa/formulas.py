@@ -56,7 +56,8 @@ def evaluate(t, vec, eps, A=None, n=0.0):
     a, b = p4 / (8.0 * p2 * p2), 5.0 * (p3 * p3) / (24.0 * p2 * p2 * p2)
     corr = 1.0 + a - b  # (inf, not an error, on overflow)
     log_msd1 = log_msd0 + math.log(corr) if corr > 0 else math.nan
-    out = _Result(t=t, eps=eps, p2=p2, p3=p3, log_msd0=log_msd0, log_msd1=log_msd1, corr=corr, terms=abs(a) + b)
+    out = _Result(t=t, eps=eps, p2=p2, p3=p3, p4=p4, log_msd0=log_msd0, log_msd1=log_msd1, corr=corr,
+                  terms=abs(a) + b)
     out.clt_args = (K, K1, K2)
     if A is not None:
         # n: the composition's number of mechanisms, for the rounding allowance of the bounds
@@ -193,6 +194,34 @@ def reliable(res):
     20% in delta)."""
     return bool(abs(res["corr"] - 1.0) <= RELIABLE_CORRECTION and res["terms"] <= RELIABLE_TERMS
                 and res["t"] <= RELIABLE_MAX_TILT)
+
+
+#: ``second_term_reliable``: the expansion's next term (``second_term``, a relative change of delta) at most this
+#: times t epsilon, the relative change of epsilon it makes (d log delta / d epsilon = -t).  Random mixtures of few
+#: runs (logistic x 10, subsampled Gaussian x 50 with two single runs) had MSD1 1.1-2.3e-3 off in epsilon with a
+#: Daniels term of 1e-4-4e-3 and a next term of 3-10e-3 that predicted the error to ~20%; DP-SGD at sigma 0.8,
+#: q 0.01, k 1e4 has 3.5e-4 at t epsilon = 19 (docs/performance.md, "SPA reliable", twenty-ninth session)
+RELIABLE_SECOND = 5e-4
+
+
+def second_term(res, k5, k6):
+    """The O(1/n^2) term of the steepest-descent expansion behind SP-MSD1 (Laplace's method on
+    psi(t) = K(t) - t eps - log t - log(1 + t) along the vertical line through the saddle point; SP-MSD1 keeps the
+    O(1/n) term ``corr`` - 1): -l6/48 + 35 l4^2/384 + 7 l3 l5/48 - 35 l3^2 l4/64 + 385 l3^4/1152 with
+    l_r = psi^(r)/psi''^(r/2), from K^(5), K^(6) at the saddle point."""
+    t, p2 = res["t"], res["p2"]
+    p5 = k5 - 24.0 / t ** 5 - 24.0 / (1.0 + t) ** 5
+    p6 = k6 + 120.0 / t ** 6 + 120.0 / (1.0 + t) ** 6
+    l3, l4 = res["p3"] / p2 ** 1.5, res["p4"] / p2 ** 2
+    l5, l6 = p5 / p2 ** 2.5, p6 / p2 ** 3
+    l3s = l3 * l3
+    return (-l6 / 48.0 + 35.0 * l4 * l4 / 384.0 + 7.0 * l3 * l5 / 48.0 - 35.0 * l3s * l4 / 64.0
+            + 385.0 * l3s * l3s / 1152.0)
+
+
+def second_term_reliable(res, k5, k6):
+    """True where the expansion's next term (``second_term``) moves epsilon by at most RELIABLE_SECOND relative."""
+    return bool(abs(second_term(res, k5, k6)) <= RELIABLE_SECOND * res["t"] * res["eps"])
 
 
 def result_details(order, variant, res, rel=None):

@@ -63,6 +63,11 @@ MIRROR_LOG_DELTA = 1e-10
 MIRROR_EPS = 1e-12
 
 
+#: ``_Direction.effective_runs``: a mechanism's tilted loss counts as Gaussian where its standardised third and
+#: fourth cumulants are within this of 0 (closed forms give 0; quadratures ~1e-13)
+GAUSSIAN_REL = 1e-9
+
+
 #: a node's quadrature is repeated about the tilted mean when its centre was further than this many standard
 #: deviations from it (the central moments come from moments about the centre by the binomial shift)
 RECENTRE = 3.0
@@ -207,6 +212,31 @@ class _Direction:
         if not v[2] > 0.0:  # the series does not converge this far from the node (K'' > 0 always): exact values
             v = self.exact(t)[0]
         return v
+
+    def effective_runs(self, t):
+        """(sum_i k_i V_i)^2 / sum_i k_i V_i^2 over the mechanisms whose t-tilted loss is not Gaussian (V_i: one
+        run's tilted variance K_i''(t); a Gaussian loss is a sum of any number of Gaussians and counts in the
+        numerator only): how many comparable non-Gaussian summands the tilted sum has, from the model (inf where
+        it is Gaussian, or outside the domain)."""
+        w = self.node_at(t)
+        if w is None:
+            return math.inf
+        total = spread = 0.0
+        for v, c in zip(self._nodes[w[0]][0], self.counts):
+            k = _taylor(v, w[1])
+            total += c * k[2]
+            if not (abs(k[3]) <= GAUSSIAN_REL * k[2] ** 1.5 and abs(k[4]) <= GAUSSIAN_REL * k[2] ** 2):
+                spread += c * k[2] ** 2
+        return total * total / spread if spread > 0.0 else math.inf
+
+    def higher(self, t):
+        """[K^(5), K^(6)] of the composition at t from the model (the regime's next term: ``formulas.second_term``);
+        None outside the domain."""
+        w = self.node_at(t)
+        if w is None:
+            return None
+        v = self._nodes[w[0]][1]
+        return [v[5] + w[1] * v[6], v[6]]
 
     def centres(self, t, w=False):
         """K_i'(t) of each mechanism from the model (the centres of the exact quadrature passes)."""
