@@ -252,6 +252,10 @@ class _Direction:
         total = spread = 0.0
         for v, c in zip(self._nodes[w[0]][0], self.counts):
             k = _taylor(v, w[1])
+            if not k[2] > 0.0:  # the series does not reach t (K'' > 0 always): the node's own values
+                k = v
+            if not k[2] > 0.0:
+                continue
             total += c * k[2]
             if not (abs(k[3]) <= GAUSSIAN_REL * k[2] ** 1.5 and abs(k[4]) <= GAUSSIAN_REL * k[2] ** 2):
                 spread += c * k[2] ** 2
