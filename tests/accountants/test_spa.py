@@ -544,6 +544,13 @@ def test_nodes_across_a_change_of_the_tilted_laws_shape_are_recentred():
     for j in (246, 243, 242, 241):  # from above: each centred by the node above it
         ref = plrv.cgf_vector(math.exp(j * spa_model.H_NODE), 6)
         np.testing.assert_allclose(dirn.node(j)[0][0][:5], ref[:5], rtol=1e-6)
+    # q 1.6e-4, k 5: saddle points near t = 1e4, where a node spacing is ~220 and the Taylor series' higher terms are
+    # quadrature noise: a centre 40 standard deviations off made a pass report divergence, the node fell outside
+    # the domain and the bounds' locating search raised a TypeError (sum of None); now recentred, no crash
+    few = mk.compose((sg(4.207020253039067, 0.000163540166388164), 5))
+    d = 7.44371377907131e-06
+    e, f = few.epsilon(d, method="spa"), few.epsilon(d)
+    assert e.lower <= f.upper and f.lower <= e.upper
 
 
 def test_memoised_nodes_do_not_change_answers():
