@@ -228,9 +228,10 @@ def result_details(order, variant, res, rel=None):
     """What the estimate rests on, and whether the regime suits it.
 
     ``reliable`` is true when the MSD1 correction factor is within 1.5% of 1 and each of its two parts within 0.2,
-    i.e. the expansion's next term is small, at a saddle point t <= 100.  Where it is not (e.g. DP-SGD with about
-    one expected sampled step per individual, so the tilted sum is far from Gaussian) the estimate may be far off;
-    the certified bounds hold regardless.
+    i.e. the expansion's next term is small, at a saddle point t <= 100 (the accountant then applies
+    ``accountant.out_of_regime`` too: lattices, few effective runs, the O(1/n^2) term).  Where it is not (e.g.
+    DP-SGD with about one expected sampled step per individual, so the tilted sum is far from Gaussian) the estimate
+    may be far off; the certified bounds hold regardless.
     ``relative_error_bound`` (epsilon queries) is Theorem 5's Berry-Esseen error over the SP-CLT value at the
     upper bound's tilt (conservative).
     """
