@@ -37,7 +37,7 @@ def _plrv_node(plrv, j):
             else:  # the first node: about the tilted law's mode (the pass's own peak scan), re-centred where far off
                 v, A, centre = plrv.tilt_stats_about_mode(t, 6)
                 if all(map(math.isfinite, v.tolist())):
-                    if not (v[2] > 0 and abs(v[1] - centre) <= RECENTRE * math.sqrt(v[2])):
+                    if not _well_centred(v, centre):
                         v, A = plrv.tilt_stats_unchecked(t, float(v[1]), 6)
                     elif math.isfinite(A):
                         # the moments are accurate, but the absolute moment about a centre this far off bounds the
