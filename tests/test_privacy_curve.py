@@ -130,14 +130,16 @@ def test_any_accountant_object_answers_through_the_composition():
 
 
 def test_a_loaded_ctd_curve_lacking_a_finer_grid_answers_certified_with_a_warning(tmp_path):
-    """Connect the dots refines its grid for some queries (here 10 Gaussian runs at eps_error 0.01); a curve saved
-    before such a query holds only its first grid: loaded, it answers that query with the first grid's certified
-    interval (wider than eps_error) and a warning; saved after the query, it answers with the live floats."""
+    """Connect the dots refines its grid for some queries (here 3 Gaussian runs of sigma 5 at eps_error 0.003: the
+    mesh's spread model is set for delta 1e-5, and delta 1e-8 refines; 10 runs of sigma 2 at 0.01 did under the
+    law-free model); a curve saved before such a query holds only its first grid: loaded, it answers that query with
+    the first grid's certified interval (wider than eps_error) and a warning; saved after the query, it answers with
+    the live floats."""
     import warnings
 
-    run = mk.compose((mk.gaussian(2.0), 10))
-    mu = math.sqrt(10) / 2.0
-    live = run.curve(eps_error=0.01)
+    run = mk.compose((mk.gaussian(5.0), 3))
+    mu = math.sqrt(3) / 5.0
+    live = run.curve(eps_error=0.003)
     live.save(tmp_path / "first.curve")
     back = mk.load_curve(tmp_path / "first.curve")
     refining = []

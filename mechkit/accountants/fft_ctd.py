@@ -35,10 +35,21 @@ from . import fft_grid as fft
 from . import fft_sums as _fs
 from .fft_wrap import TILTS, log_mgf, wrap_bound
 
-#: the model of the bounds' spread: upper - lower ~ MESH_CONSTANT * k * h^2 in epsilon (measured 0.27-0.83 for
-#: DP-SGD where h is below a tenth of the PLRV's standard deviation); the mesh is chosen so that the model puts the
-#: spread at 1.5 eps_error (each bound within eps_error of the estimate), then checked on the answer
+#: the law-free model of the bounds' spread: upper - lower ~ MESH_CONSTANT * k * h^2 in epsilon; the reference of
+#: the floor SCALE_SHRINK and of the memory limit's mesh (``first_mesh``), and the model where no PLRV has a variance
 MESH_CONSTANT = 1.0
+#: the spread model from the composed loss (``spread_constant``): a connect-the-dots curve adds about k h^2 / 6 of
+#: variance to the loss (the lower one takes k h^2 / 3 away), and where the composition is near Gaussian with standard
+#: deviation s (a mu-GDP curve, mu = s), epsilon moves by (1/2 + z / (2 s)) per unit of s^2, z the normal quantile
+#: of delta: upper - lower ~ (1/4 + z / (4 s)) k h^2.  z is SPREAD_Z (delta 1e-5; the grid serves every query of
+#: a composition); measured against the model: 0.57-1.0 of it for DP-SGD (sigma 0.5-5, q 0.001-1, k 1e2-1e4) and
+#: mixtures with Laplace, randomized response and Gaussians, 1.3-1.7 at s ~ 0.6 with q k ~ 10 (docs/performance.md)
+SPREAD_Z = 4.2649
+#: ... at most this constant (small s: below ~0.5 the mesh is set by SCALE_SHARE or SCALE_SHRINK anyway)
+SPREAD_MAX = 3.0
+#: the mesh puts the model's spread at this share of its budget (1.5 eps_error): the model's constant is within
+#: 1/0.8 of the measured ones, so that one grid usually meets the budget (each further grid costs more than the first)
+SPREAD_TARGET = 0.8
 #: the mesh is at most this share of the smallest standard deviation of a PLRV (``mesh``): below 0.1 the measured
 #: spread was 0.27-0.83 k h^2 (DP-SGD, sigma 0.5-5, q 0.001-1, k 1e2-1e4)
 SCALE_SHARE = 0.1
@@ -54,13 +65,22 @@ BYTES_PER_POINT = 2 * fft.BYTES_PER_POINT
 MIN_ORDER = 1.5
 
 
+def spread_constant(sd):
+    """The constant C of the model spread C k h^2 (in epsilon) of a composition whose loss has standard deviation
+    ``sd`` (SPREAD_Z, SPREAD_MAX)."""
+    return min(SPREAD_MAX, 0.25 + SPREAD_Z / (4.0 * sd))
+
+
 def mesh(k, eps_error, items=()):
-    """The mesh whose model spread is 1.5 eps_error for a total count k, and at most SCALE_SHARE of a step's
-    standard deviation (per direction, the root of the count-weighted mean variance of the PLRVs in ``items``):
-    where the mesh is not small against the law, the model fails (the spread was measured 5-300 times the model's
-    at h above 0.3 standard deviations).  A mechanism whose steps barely move the loss does not set the scale.
-    The share shrinks the model's mesh by at most SCALE_SHRINK (the answer's excess is checked: ``_refined``)."""
+    """The mesh whose model spread is SPREAD_TARGET x 1.5 eps_error for a total count k (the constant from the
+    composed loss's standard deviation, the smaller of the two directions': ``spread_constant``; MESH_CONSTANT
+    without ``items``), and at most SCALE_SHARE of a step's standard deviation (per direction, the root of the
+    count-weighted mean variance of the PLRVs in ``items``): where the mesh is not small against the law, the model
+    fails (the spread was measured 5-300 times the model's at h above 0.3 standard deviations).  A mechanism whose
+    steps barely move the loss does not set the scale.  The share shrinks the law-free model's mesh by at most
+    SCALE_SHRINK (the answer's excess is checked: ``_refined``)."""
     model = h = math.sqrt(1.5 * eps_error / (MESH_CONSTANT * k))
+    sds = []
     for d in DIRECTIONS:
         tot, n = 0.0, 0
         for m, count in items:
@@ -71,7 +91,10 @@ def mesh(k, eps_error, items=()):
             if math.isfinite(var) and var > 0.0:
                 tot, n = tot + count * var, n + count
         if n:
-            h = min(h, SCALE_SHARE * math.sqrt(tot / n))
+            sds.append((math.sqrt(tot), SCALE_SHARE * math.sqrt(tot / n)))
+    if sds:
+        h = math.sqrt(1.5 * SPREAD_TARGET * eps_error / (spread_constant(min(s for s, _ in sds)) * k))
+        h = min([h] + [share for _, share in sds])
     return max(h, model / SCALE_SHRINK)
 
 

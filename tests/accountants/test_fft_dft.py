@@ -183,4 +183,5 @@ def test_long_compositions_in_double_double_hold_the_contour_truth(sigma, q, k):
     assert est.details["fp_allowance"] < 1e-12
     truth = C.Composition((C.subsampled_gaussian(sigma, q), k)).epsilon(1e-5)
     assert est.lower <= truth <= est.upper
-    assert est.upper - truth < 5e-4 and truth - est.lower < 1e-3
+    # each bound within eps_error of the estimate (the discretisation), then delta_error's widening
+    assert est.upper - truth < 1e-3 and truth - est.lower < 1.5e-3
