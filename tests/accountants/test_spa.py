@@ -386,6 +386,7 @@ def test_the_other_direction_decides_reliability_too():
     assert e.details["reliable"] is False and e.details["other_direction"] is True
     d = run.delta(1.1 * v, method="spa")
     assert float(d) < 0.5 * d_remove <= d_remove <= d.upper and d.details["reliable"] == [False]
+    assert d.details["other_direction"] == [True]  # the reason, per point, as the epsilon query's key
     assert mk.compose((mk.gaussian(sigma=3.0), 20)).epsilon(1e-5, method="spa").details["reliable"] is True
     assert mk.compose((sg(2.0, 0.01), 1000)).epsilon(1e-5, method="spa").details["reliable"] is True
 
@@ -422,7 +423,8 @@ def test_runs_lumped_on_point_masses_are_not_reliable():
     for kw in ({}, {"variant": "tilted"}):
         t = run.epsilon(d, method="edgeworth", **kw)
         assert float(t) < f.lower * 0.99 and t.details["reliable"] is False
-    assert run.delta(float(f), method="spa").details["reliable"] == [False]
+    dq = run.delta(float(f), method="spa")
+    assert dq.details["reliable"] == [False] and dq.details["lattice"] == [True]
     rr = mk.compose((mk.laplace(scale=27.6599), 3), (mk.randomized_response(epsilon=0.481957), 200))
     assert rr.epsilon(1.0922802625976915e-07, method="spa").details["reliable"] is False
     big = mk.compose((mk.laplace(scale=20.0), 1000))
@@ -441,10 +443,19 @@ def test_few_runs_and_a_large_next_term_are_not_reliable():
     f, e = one.epsilon(d), one.epsilon(d, method="spa")
     assert float(e) < f.lower * (1 - 5e-3) and e.details["reliable"] is False and e.details["few_runs"] is True
     assert one.epsilon(d, method="edgeworth", variant="tilted").details["reliable"] is False
+    # a delta query says why per point (a reason key only where some point has it; none where the Daniels test fails)
+    dq = one.delta([float(e), 0.1], method="spa")
+    assert dq.details["reliable"] == [False, False] and dq.details["few_runs"] == [True, False]
+    assert not {"lattice", "next_term", "other_direction"} & set(dq.details)
+    # the same where a point mass at +inf has each direction answered on its own (``_with_inf_masses``)
+    both = mk.compose((mk.approximate_dp(epsilon=0.5, delta=1e-4), 1), (sg(0.602861, 0.313036), 1))
+    dq = both.delta([float(both.epsilon(1e-3, method="spa")), 0.1], method="spa")
+    assert dq.details["reliable"] == [False, False] and dq.details["few_runs"] == [True, False]
     mix = mk.compose((sg(0.705632, 0.107093), 5), (mk.gaussian(sigma=4.47178), 20))
     d = 0.008707063058106113
     f, e = mix.epsilon(d, eps_error=1e-4), mix.epsilon(d, method="spa")
     assert float(e) > f.upper * (1 + 1e-3) and e.details["reliable"] is False and e.details["next_term"] is True
+    assert mix.delta([float(e)], method="spa").details["next_term"] == [True]
     assert mix.epsilon(d, method="edgeworth", variant="tilted").details["reliable"] is False
 
 

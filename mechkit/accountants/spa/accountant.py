@@ -74,13 +74,14 @@ def _with_inf_masses(dirs, rows):
     lo, up, lead = lows.max(axis=0), np.minimum(ups.max(axis=0), 1.0), np.argmax(vals, axis=0)
     # not clipped to 1 first: an expansion above 1 (and so above up <= 1) has broken down, is clamped, not reliable
     val, moved = clamp_into(vals.max(axis=0), lo, up)
-    details = dict(rows[0].details)
+    details = {k: v for k, v in rows[0].details.items() if k not in REASONS}
     details["saddle_points"] = [[r.details["saddle_points"][i][0] for r in rows] for i in range(len(val))]
     # as reliable as the leader where every other direction is reliable or certified below the leader's estimate
     details["reliable"] = [not m and all(bool(r.details["reliable"][i]) or (j2 != j and ups[j2, i] <= vals[j, i])
                                          for j2, r in enumerate(rows))
                            for i, (j, m) in enumerate(zip(lead, moved))]
     details["clamped"] = moved.tolist()
+    details.update(_reasons(_merged_reasons(rows, lead, details["reliable"], moved)))
     details["inf_mass"] = {dirn.direction: m for dirn, m in zip(dirs, masses)}
     return EstimateArray(val, lo, up, "spa", True, details)
 
@@ -88,7 +89,7 @@ def _with_inf_masses(dirs, rows):
 def _delta(dirs, eps, order, variant):
     """``delta`` for the directions ``dirs`` (the max over them), epsilon an array."""
     key = estimate_key(order, variant)
-    val, lo, up, ts, rel = [], [], [], [], []
+    val, lo, up, ts, rel, why = [], [], [], [], [], []
     for e in eps:
         e = float(e)
         found = []
@@ -101,12 +102,14 @@ def _delta(dirs, eps, order, variant):
             found.append((estimate_log_delta(res, key), dirn, t, res))
         ts.append([next((t for _, d, t, _ in found if d is dirn), math.nan) for dirn in dirs])
         if not found:
-            val.append(0.0), lo.append(0.0), up.append(0.0), rel.append(True)
+            val.append(0.0), lo.append(0.0), up.append(0.0), rel.append(True), why.append(None)
             continue
         found.sort(key=lambda x: -x[0])
         _, dom, t, _ = found[0]
         t, r, _ = exact_saddle(dom, t, e)
-        log_up, log_val, ok = r["log_upper"], estimate_log_delta(r, key), in_regime(dom, r)
+        log_up, log_val, ok = r["log_upper"], estimate_log_delta(r, key), reliable(r)
+        reason = out_of_regime(dom, r) if ok else None
+        ok = ok and reason is None
         for _, dirn, t2, res in found[1:]:
             other = node_log_upper(dirn, t2, e, log_up)
             if other > log_up:
@@ -117,17 +120,47 @@ def _delta(dirs, eps, order, variant):
             if ok and not in_regime(dirn, res) and other > log_val:
                 ok = (node_log_upper(dirn, t2, e, log_val) <= log_val
                       or dirn.at(t2, e, want_bounds=True)["log_upper"] <= log_val)
+                reason = None if ok else "other_direction"
         val.append(exp_or_inf(log_val))
         lo.append(max(exp_or_inf(r["log_lower"]), point_mass_delta(dirs, e)))
         up.append(min(1.0, exp_or_inf(log_up)))
         rel.append(ok)
+        why.append(reason)
     # not clipped to 1 first: an expansion above 1 (and so above up <= 1) has broken down, is clamped, not reliable
     val, moved = clamp_into(np.array(val), np.array(lo), np.array(up))
     details = result_details(order, variant, None)
     details["saddle_points"] = ts
     details["reliable"] = [bool(r) and not m for r, m in zip(rel, moved)]
     details["clamped"] = moved.tolist()
+    details.update(_reasons(why))
     return EstimateArray(val, np.array(lo), np.array(up), "spa", True, details)
+
+
+#: why a point of a delta query is not reliable though its Daniels term is small: ``out_of_regime``'s reasons and
+#: ``"other_direction"`` (as an epsilon query's details say with one key set to True)
+REASONS = ("lattice", "few_runs", "next_term", "other_direction")
+
+
+def _merged_reasons(rows, lead, rel, moved):
+    """Per point of the max over the directions' own answers (``rows``; ``lead``: the leading row per point), why
+    it is not reliable: the leader's reason where its own answer is the unreliable one (None where it has none: its
+    Daniels term), else ``"other_direction"``; None where it is reliable or was clamped."""
+    why = []
+    for i, (ok, m, j) in enumerate(zip(rel, moved, lead)):
+        own = rows[j].details
+        if ok or m:
+            why.append(None)
+        elif own["reliable"][i]:
+            why.append("other_direction")
+        else:
+            why.append(next((k for k in REASONS if own.get(k, [False] * len(rel))[i]), None))
+    return why
+
+
+def _reasons(why):
+    """{reason: [whether it is the point's reason, per point]} for the reasons some point of a delta query has
+    (``why``: a reason or None per point)."""
+    return {k: [w == k for w in why] for k in REASONS if k in why}
 
 
 #: ``in_regime``: the expansions need at least this many comparable non-Gaussian summands in the tilted sum
