@@ -232,6 +232,18 @@ def test_the_two_directions_in_threads_are_the_serial_floats(monkeypatch):
     assert (float(x), x.lower, x.upper) == (float(y), y.lower, y.upper)
 
 
+def _spy_meshes(monkeypatch):
+    """The meshes of the connect-the-dots grids composed from now on (a list filled as they are built)."""
+    meshes = []
+    orig = fft_ctd.CTDComposed.__init__
+
+    def spy(self, *a, **kw):
+        orig(self, *a, **kw)
+        meshes.append(self.h)
+    monkeypatch.setattr(fft_ctd.CTDComposed, "__init__", spy)
+    return meshes
+
+
 @pytest.mark.parametrize("sigma, q, k", [(0.5, 0.01, 100), (0.5, 0.001, 10_000)])
 def test_a_smooth_laws_jittering_excess_is_refined_not_handed_to_the_prv_variant(monkeypatch, sigma, q, k):
     # at eps_error 1e-3 the first two grids' bounds are 1.09-1.12 and then 1.23-1.75 eps_error from the estimate: the
@@ -240,13 +252,7 @@ def test_a_smooth_laws_jittering_excess_is_refined_not_handed_to_the_prv_variant
     # variant answered (0.24 s and 3.6 s, 8.8 million points); a third grid at the model's order meets the budget.
     # The truth: the contour integral of both directions (tests/references/contour_mix.py)
     from tests.references import contour_mix as C
-    meshes = []
-    orig = fft_ctd.CTDComposed.__init__
-
-    def spy(self, *a, **kw):
-        orig(self, *a, **kw)
-        meshes.append(self.h)
-    monkeypatch.setattr(fft_ctd.CTDComposed, "__init__", spy)
+    meshes = _spy_meshes(monkeypatch)
     # the first mesh of the law-free model (constant 1), which this case was measured with: the spread model's first
     # grid meets the budget here (test_the_spread_model_meets_the_budget_on_one_grid)
     monkeypatch.setattr(fft_ctd, "spread_constant", lambda sd: fft_ctd.SPREAD_TARGET * fft_ctd.MESH_CONSTANT)
@@ -317,13 +323,7 @@ def test_the_spread_model_meets_the_budget_on_one_grid(monkeypatch, parts, eps_e
     # not far inside it (the model is within a factor 1/SPREAD_TARGET of the measured spread), and the interval holds
     # the contour integral of both directions (tests/references/contour_mix.py)
     from tests.references import contour_mix as C
-    meshes = []
-    orig = fft_ctd.CTDComposed.__init__
-
-    def spy(self, *a, **kw):
-        orig(self, *a, **kw)
-        meshes.append(self.h)
-    monkeypatch.setattr(fft_ctd.CTDComposed, "__init__", spy)
+    meshes = _spy_meshes(monkeypatch)
     mech = {"sg": lambda s, q: mk.subsample(mk.gaussian(sigma=s), q), "lap": lambda b: mk.laplace(scale=b)}
     ref = {"sg": C.subsampled_gaussian, "lap": C.laplace}
     run = mk.compose(*[(mech[p[0]](*p[1:-1]), p[-1]) for p in parts])
