@@ -181,7 +181,8 @@ def _pkg_gamma_factor(two_a, power_of_two):
 
 
 def _rbar_term(coef, k, pkg_factor):
-    """One ``Rbar_n`` term: ``C * coef * max(2 * package factor, exact kernel integral)``; see module notes."""
+    """One ``Rbar_n`` term: ``C * coef * max(2 * package factor, exact kernel integral)``; see module notes.
+    ``coef`` may be an array (one per eps); the factor does not depend on it."""
     return _C * coef * max(2.0 * pkg_factor, _half_gauss_moment(k))
 
 
@@ -260,15 +261,14 @@ def _inid_skew(n, K3, Kt, K4, lam, eps):
     q1 = 1 / 24 + _P1(eps) * c
     lo, b = _limits(n, K4, Kt, eps)
 
-    rbar = np.zeros_like(eps)
-    for i, ce in enumerate(c):
-        rbar[i] = (_rbar_term(ce * x ** 1.5 / 24, 6, _pkg_gamma_factor(10, 3))        # U11, t^6
-                   + _rbar_term(ce * x ** 2 / 576, 8, _pkg_gamma_factor(12, 4))      # U11, t^8
-                   + _rbar_term(ce * x ** 1.25 / 6, 5, _pkg_gamma_factor(9, 2.5))    # U12, t^5
-                   + _rbar_term(ce * x ** 1.5 / 36, 6, _pkg_gamma_factor(10, 3))     # U12, t^6
-                   + _rbar_term(ce * x ** 1.75 / 72, 7, _pkg_gamma_factor(11, 3.5))  # U12, t^7
-                   + _rbar_term(e1[i] * x ** 2 * q1[i] ** 2 / 2, 8, _pkg_gamma_factor(12, 4))       # |r|^2/2
-                   + _rbar_term(e1[i] * lam * K4 / (6 * n ** 1.5) * q1[i], 7, _pkg_gamma_factor(12, 4)))  # |z||r|
+    # (elementwise over eps, the same operations in the same order as one eps at a time)
+    rbar = (_rbar_term(c * x ** 1.5 / 24, 6, _pkg_gamma_factor(10, 3))        # U11, t^6
+            + _rbar_term(c * x ** 2 / 576, 8, _pkg_gamma_factor(12, 4))      # U11, t^8
+            + _rbar_term(c * x ** 1.25 / 6, 5, _pkg_gamma_factor(9, 2.5))    # U12, t^5
+            + _rbar_term(c * x ** 1.5 / 36, 6, _pkg_gamma_factor(10, 3))     # U12, t^6
+            + _rbar_term(c * x ** 1.75 / 72, 7, _pkg_gamma_factor(11, 3.5))  # U12, t^7
+            + _rbar_term(e1 * x ** 2 * q1 ** 2 / 2, 8, _pkg_gamma_factor(12, 4))       # |r|^2/2
+            + _rbar_term(e1 * lam * K4 / (6 * n ** 1.5) * q1, 7, _pkg_gamma_factor(12, 4)))  # |z||r|
 
     delta = (1 - 4 * _CHI1 - math.sqrt(K4 / n)) / 2
     j_k = _C * K3 / (6 * math.sqrt(n)) * _gauss_moment(2, delta, lo, b)
@@ -285,19 +285,16 @@ def _iid(n, K3, Kt, K4, lam, eps, skewed=True):
     br = K4 / 12 + 1 / (4 * (1 - 3 * eps) ** 2) + P2 / (576 * (1 - 3 * eps) ** 2)
     lo, b = _limits(n, K4, Kt, eps)
 
-    rbar = np.zeros_like(eps)
-    for i, ce in enumerate(c):
-        r = (_rbar_term(ce * K4 / (24 * n ** 2), 6, _pkg_gamma_factor(10, 3))             # tildeA2n
-             + _rbar_term(ce * K4 ** 2 / (576 * n ** 3), 8, _pkg_gamma_factor(12, 4))    # tildeA5n
-             # tildeA6n: package is linear in the bracket, the reconstruction (|r|^2/2) quadratic
-             + _C * e2[i] / (8 * n ** 2) * max(2 * br[i] * _pkg_gamma_factor(12, 4),
-                                               br[i] ** 2 * _half_gauss_moment(8)))
-        if skewed:
-            r += (_rbar_term(ce * lam / (6 * n ** 1.5), 5, _pkg_gamma_factor(5, 0.5))            # tildeA1n
-                  + _rbar_term(ce * lam ** 2 / (36 * n ** 2), 6, _pkg_gamma_factor(10, 3))      # tildeA3n
-                  + _rbar_term(ce * K4 * lam / (72 * n ** 2.5), 7, _pkg_gamma_factor(11, 3.5))  # tildeA4n
-                  + _rbar_term(e2[i] * lam / (12 * n ** 1.5) * br[i], 7, _pkg_gamma_factor(11, 3.5)))  # tildeA7n
-        rbar[i] = r
+    # (elementwise over eps, the same operations in the same order as one eps at a time)
+    rbar = (_rbar_term(c * K4 / (24 * n ** 2), 6, _pkg_gamma_factor(10, 3))             # tildeA2n
+            + _rbar_term(c * K4 ** 2 / (576 * n ** 3), 8, _pkg_gamma_factor(12, 4))    # tildeA5n
+            # tildeA6n: package is linear in the bracket, the reconstruction (|r|^2/2) quadratic
+            + _C * e2 / (8 * n ** 2) * np.maximum(2 * br * _pkg_gamma_factor(12, 4), br ** 2 * _half_gauss_moment(8)))
+    if skewed:
+        rbar += (_rbar_term(c * lam / (6 * n ** 1.5), 5, _pkg_gamma_factor(5, 0.5))            # tildeA1n
+                 + _rbar_term(c * lam ** 2 / (36 * n ** 2), 6, _pkg_gamma_factor(10, 3))      # tildeA3n
+                 + _rbar_term(c * K4 * lam / (72 * n ** 2.5), 7, _pkg_gamma_factor(11, 3.5))  # tildeA4n
+                 + _rbar_term(e2 * lam / (12 * n ** 1.5) * br, 7, _pkg_gamma_factor(11, 3.5)))  # tildeA7n
 
     total = _common(n, K4, Kt, lam, eps) + rbar
     if skewed:

@@ -290,6 +290,22 @@ def test_unskewed_iid_version_is_used_when_lambda3_is_zero():
     assert edgeworth_bound(500, 1.0, 2.0, 1.0, 0.0, iid=True, eps=0.1) <= noskew
 
 
+def test_the_eps_grid_is_evaluated_elementwise():
+    """The theorems' terms are computed for the whole eps grid at once (thirtieth session; they were a Python loop
+    over eps): each value is the one of that eps alone, bit for bit, at random inputs (lambda3 0 included)."""
+    from mechkit.accountants.edgeworth_bound import _EPS_GRID
+    rng = np.random.default_rng(3)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in range(40):
+            n, K3 = float(10 ** rng.uniform(0, 8)), 1.0 + rng.exponential(3.0)
+            Kt, K4 = K3 * (1.0 + rng.exponential()), 1.0 + rng.exponential(10.0)
+            lam = rng.uniform(0, K3) * rng.integers(2)
+            for fn, kw in ((_inid_skew, {}), (_iid, {"skewed": True}), (_iid, {"skewed": lam > 0})):
+                whole = fn(n, K3, Kt, K4, lam, _EPS_GRID, **kw)
+                alone = np.array([fn(n, K3, Kt, K4, lam, np.array([e]), **kw)[0] for e in _EPS_GRID])
+                assert np.array_equal(whole, alone, equal_nan=True)
+
+
 def test_eps_grid_is_no_worse_than_package_default():
     for params in _PARAMS:
         for iid in (False, True):
