@@ -100,8 +100,8 @@ def mesh(k, eps_error, items=()):
 
 def first_mesh(items, eps_error, L, memory_limit):
     """(the mesh a query starts from, whether point masses are off any lattice, whether no PLRV has two of them):
-    ``mesh``, but where the PLRVs' scale asks for a grid above memory_limit, the finest that fits (not coarser than
-    the model's); then aligned (``_alignment``)."""
+    ``mesh``, but where it asks for a grid above memory_limit, the finest that fits (not coarser than the law-free
+    model's mesh: beyond it ``fft.grid_for`` refuses with the eps_error that fits); then aligned (``_alignment``)."""
     k = sum(c for _, c in items)
     model = mesh(k, eps_error)
     fits = 2.2 * L * BYTES_PER_POINT / memory_limit
