@@ -132,7 +132,7 @@ def _delta(dirs, eps, order, variant):
     details["saddle_points"] = ts
     details["reliable"] = [bool(r) and not m for r, m in zip(rel, moved)]
     details["clamped"] = moved.tolist()
-    details.update(_reasons(why))
+    details.update(_reasons([None if m else w for w, m in zip(why, moved)]))  # (clamped: as an epsilon query)
     return EstimateArray(val, np.array(lo), np.array(up), "spa", True, details)
 
 
