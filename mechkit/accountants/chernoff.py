@@ -1,8 +1,9 @@
 """Chernoff bounds of a composed privacy loss from its CGF on a fixed grid of tilts, computed lazily.
 
 For the Edgeworth accountant's caps (``edgeworth_sequence.Sequence``).  With K the CGF of the sum S_Y (the loss
-under the numerator measure) and l_Y, l_X the log masses of the finite parts, each bound is the minimum over the grid
-``TILTS`` of lines a_i + b_i x (natural log of a probability bound, capped at 0):
+under the numerator measure) and l_Y, l_X the log masses of the finite parts, each bound is the minimum over its grid
+of tilts (``GRID``: ``TILTS``, and for ``"X"`` tilts whose arguments of K are the other lines') of lines a_i + b_i x
+(natural log of a probability bound, capped at 0):
 
 * ``"Y"``:    log P(S_Y >= x) <= K(t) - l_Y - t x
 * ``"X"``:    log P(S_X >= x) <= K(t - 1) - l_X - t x
@@ -30,8 +31,14 @@ TILTS = np.geomspace(1e-3, 1e3, 35)
 #: t log t - (1 + t) log(1 + t) at each tilt (the tilted moment bound's term)
 THETA = TILTS * np.log(TILTS) - (1.0 + TILTS) * np.log1p(TILTS)
 _LOG_T0, _LOG_STEP = math.log(TILTS[0]), math.log(TILTS[1] / TILTS[0])
-#: the argument of K for each line at the tilt t, and the sign of the line's slope in x
-_ARG = {"Y": lambda t: t, "X": lambda t: t - 1.0, "Ylow": lambda t: -t, "hs": lambda t: t}
+#: the ``"X"`` lines' arguments of K (their tilt is the argument + 1): -s and s for the grid's tilts s >= 0.25 (the
+#: ``"Ylow"`` and ``"Y"`` lines' arguments, the same floats: each CGF value serves both), 0 between, and t - 1 for
+#: the grid's tilts t <= 0.45 below (41 tilts from 1e-3 to 1001, consecutive ratios 1.11-1.5; docs/performance.md)
+_SHARED = TILTS[TILTS >= 0.25]
+_ARG_X = np.unique(np.concatenate((TILTS[TILTS <= 0.45] - 1.0, -_SHARED[_SHARED < 1.0], [0.0], _SHARED)))
+#: each line's tilts, and the argument of K at each of them (the slope of a line in x is -+ its tilt)
+GRID = {"Y": TILTS, "X": 1.0 + _ARG_X, "Ylow": TILTS, "hs": TILTS}
+ARGS = {"Y": TILTS, "X": _ARG_X, "Ylow": -TILTS, "hs": TILTS}
 _SIGN = {"Y": -1.0, "X": -1.0, "Ylow": 1.0, "hs": -1.0}
 _FIRST = np.zeros(1, dtype=np.intp)  # the region of a single point
 
@@ -69,13 +76,18 @@ def _bisect(pred, lo, hi):
     return hi
 
 
-def _tilt_index(t):
-    """The grid index nearest the tilt t (clamped; 0 for t <= 0 or nan)."""
+def _tilt_index(t, grid=TILTS):
+    """The index of ``grid`` nearest the tilt t in log scale (clamped; 0 for t <= 0 or nan)."""
     if not t > 0.0:
         return 0
     if not math.isfinite(t):
-        return TILTS.size - 1
-    return int(min(max(round((math.log(t) - _LOG_T0) / _LOG_STEP), 0), TILTS.size - 1))
+        return grid.size - 1
+    if grid is TILTS:
+        return int(min(max(round((math.log(t) - _LOG_T0) / _LOG_STEP), 0), TILTS.size - 1))
+    i = int(np.searchsorted(grid, t))
+    if i == 0 or i == grid.size:
+        return min(i, grid.size - 1)
+    return i if math.log(grid[i] / t) < math.log(t / grid[i - 1]) else i - 1
 
 
 class ChernoffLines:
@@ -98,17 +110,17 @@ class ChernoffLines:
 
     def intercept(self, name, i):
         """a_i of the named line (inf where K is)."""
-        a = self._k(_ARG[name](TILTS[i])) - self._shift[name]
+        a = self._k(float(ARGS[name][i])) - self._shift[name]
         return a + THETA[i] if name == "hs" else a
 
     def _argmin(self, name, x, guess):
         """The first grid index minimising the named line at the point x."""
-        b = _SIGN[name]
+        b, grid = _SIGN[name], GRID[name]
 
         def value(i):
-            return self.intercept(name, i) + b * TILTS[i] * x
+            return self.intercept(name, i) + b * grid[i] * x
 
-        return _first_rising(lambda i: i >= TILTS.size - 1 or not value(i + 1) < value(i), TILTS.size, guess)
+        return _first_rising(lambda i: i >= grid.size - 1 or not value(i + 1) < value(i), grid.size, guess)
 
     def _guess(self, name, x):
         """The grid index of the Gaussian model's optimal tilt at x (for ``"hs"``: where K'(t) + log(t / (1 + t))
@@ -117,7 +129,7 @@ class ChernoffLines:
         if not var > 0:
             return 0
         if name != "hs":
-            return _tilt_index(-_SIGN[name] * (x - mean) / var)
+            return _tilt_index(-_SIGN[name] * (x - mean) / var, GRID[name])
         lo, hi = 0, TILTS.size - 1
         while hi - lo > 1:
             mid = (lo + hi) // 2
@@ -135,12 +147,12 @@ class ChernoffLines:
         i = self._last.get(name)
         if i is None:
             return None
-        arg, b = _ARG[name], _SIGN[name]
-        near = [j for j in (i - 1, i, i + 1) if 0 <= j < TILTS.size]
-        if any(arg(TILTS[j]) not in self._memo for j in near):
+        args, b, grid = ARGS[name], _SIGN[name], GRID[name]
+        near = [j for j in (i - 1, i, i + 1) if 0 <= j < grid.size]
+        if any(float(args[j]) not in self._memo for j in near):
             return None
-        at = self.intercept(name, i) + b * TILTS[i] * x
-        return i if all(self.intercept(name, j) + b * TILTS[j] * x >= at for j in near) else None
+        at = self.intercept(name, i) + b * grid[i] * x
+        return i if all(self.intercept(name, j) + b * grid[j] * x >= at for j in near) else None
 
     def _at(self, name, x, found):
         """The named bound at the point x (the minimum over the grid, capped at 0); ``found``: x -> its minimiser,
@@ -151,7 +163,7 @@ class ChernoffLines:
             guess = self._known_minimum(name, x)
             i = found[x] = self._argmin(name, x, self._guess(name, x)) if guess is None else guess
             self._last[name] = i
-        return min(self.intercept(name, i) + _SIGN[name] * TILTS[i] * x, 0.0)
+        return min(self.intercept(name, i) + _SIGN[name] * GRID[name][i] * x, 0.0)
 
     def _covered(self, name, xs, order, covered, found):
         """How many leading points of ``xs`` (ordered so that the bound is nonincreasing along it) the caller's
@@ -199,7 +211,7 @@ class ChernoffLines:
             # one minimiser at both ends, from the CGF values at hand: at every point between (it moves monotonically
             # with x); no CGF value to spare, so no search for the points a cap cannot win
             with np.errstate(invalid="ignore"):
-                out[order] = np.minimum(self.intercept(name, i) + _SIGN[name] * TILTS[i] * x[order], 0.0)
+                out[order] = np.minimum(self.intercept(name, i) + _SIGN[name] * GRID[name][i] * x[order], 0.0)
             return out
         found = {}
         if covered is not None:
@@ -218,7 +230,7 @@ class ChernoffLines:
         ok = np.isfinite(a)
         if not ok.any():
             return out
-        b = _SIGN[name] * TILTS[blk]
+        b = _SIGN[name] * GRID[name][blk]
         with np.errstate(invalid="ignore"):
             v = np.min(a[ok][None, :] + b[ok][None, :] * xs[:, None], axis=1)
         out[order] = np.minimum(v, 0.0)

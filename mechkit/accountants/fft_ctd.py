@@ -42,13 +42,12 @@ MESH_CONSTANT = 1.0
 #: variance to the loss (the lower one takes k h^2 / 3 away), and where the composition is near Gaussian with standard
 #: deviation s (a mu-GDP curve, mu = s), epsilon moves by (1/2 + z / (2 s)) per unit of s^2, z the normal quantile
 #: of delta: upper - lower ~ (1/4 + z / (4 s)) k h^2.  z is SPREAD_Z (delta 1e-5; the grid serves every query of
-#: a composition); measured against the model: 0.57-1.0 of it for DP-SGD (sigma 0.5-5, q 0.001-1, k 1e2-1e4) and
-#: mixtures with Laplace, randomized response and Gaussians, 1.3-1.7 at s ~ 0.6 with q k ~ 10 (docs/performance.md)
+#: a composition); the measured spreads against it: docs/performance.md, benchmarks/fft_mesh.py
 SPREAD_Z = 4.2649
 #: ... at most this constant (small s: below ~0.5 the mesh is set by SCALE_SHARE or SCALE_SHRINK anyway)
 SPREAD_MAX = 3.0
-#: the mesh puts the model's spread at this share of its budget (1.5 eps_error): the model's constant is within
-#: 1/0.8 of the measured ones, so that one grid usually meets the budget (each further grid costs more than the first)
+#: the mesh puts the model's spread at this share of its budget (1.5 eps_error), so that one grid usually meets the
+#: budget where the measured constant is up to 1/0.8 of the model's (each further grid costs more than the first)
 SPREAD_TARGET = 0.8
 #: the mesh is at most this share of the smallest standard deviation of a PLRV (``mesh``): below 0.1 the measured
 #: spread was 0.27-0.83 k h^2 (DP-SGD, sigma 0.5-5, q 0.001-1, k 1e2-1e4)

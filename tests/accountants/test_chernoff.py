@@ -40,12 +40,12 @@ def _run(i):
     seqs = es.sequences(runs[i])
     tables = []
     for s in seqs:
-        t = ch.TILTS
+        t, tx = ch.TILTS, ch.GRID["X"]
         ky = np.array([s.K(v) for v in t])
-        kx = np.array([s.K(v - 1.0) for v in t])
+        kx = np.array([s.K(float(a)) for a in ch.ARGS["X"]])  # K(tx - 1), on the Y and Ylow lines' arguments
         kl = np.array([s.K(-v) for v in t])
         ly, lx = s.log_mass["Y"], s.log_mass["X"]
-        tables.append({"Y": (ky - ly, -t), "X": (kx - lx, -t), "Ylow": (kl - ly, t), "hs": (ky - ly + ch.THETA, -t)})
+        tables.append({"Y": (ky - ly, -t), "X": (kx - lx, -tx), "Ylow": (kl - ly, t), "hs": (ky - ly + ch.THETA, -t)})
     return seqs, tables
 
 
@@ -102,6 +102,18 @@ def test_an_epsilon_query_computes_a_part_of_the_table():
     assert len(seen) == len(set(seen))  # each (sequence, tilt) computed once
     for s in seqs:
         del s.K
+
+
+def test_the_x_lines_ask_the_other_lines_arguments():
+    # the bound on S_X asks K at t - 1: its tilts put those arguments on the Y and Ylow lines' own floats (a CGF value
+    # serves two lines; t - 1 computed from a rounded t would miss them by an ulp and share nothing)
+    x = ch.ARGS["X"]
+    shared = set(ch.ARGS["Y"].tolist()) | set(ch.ARGS["Ylow"].tolist())
+    assert {a for a in x.tolist() if a >= 0.25 or -0.5 <= a <= -0.25} <= shared and 0.0 in x.tolist()
+    assert len(set(x.tolist()) & shared) >= 20  # tilts 0.33-1001 (below, the grid's own tilts: t - 1, not shared)
+    assert np.all(np.diff(ch.GRID["X"]) > 0) and np.all(ch.GRID["X"] == 1.0 + x)
+    ratios = ch.GRID["X"][1:] / ch.GRID["X"][:-1]
+    assert ratios.max() <= ch.TILTS[1] / ch.TILTS[0] * (1 + 1e-12) and ch.GRID["X"][-1] > ch.TILTS[-1]
 
 
 def _scan(values):
