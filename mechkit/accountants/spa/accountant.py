@@ -153,7 +153,7 @@ def _merged_reasons(rows, lead, rel, moved):
         elif own["reliable"][i]:
             why.append("other_direction")
         else:
-            why.append(next((k for k in REASONS if own.get(k, [False] * len(rel))[i]), None))
+            why.append(next((k for k in REASONS if k in own and own[k][i]), None))
     return why
 
 
