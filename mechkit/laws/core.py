@@ -279,6 +279,25 @@ class Law:
             return self.cgf(tau, 0) if got is None else got
         return memoised(self, (tau, "single"), compute)
 
+    def cumulants_abs3(self, tau, n):
+        """([K(tau), ..., K^(n)(tau)], A) with A >= E|L_tau - K'(tau)|^3, for accountants that need both at one
+        tilt (the Edgeworth accountant's cumulants and uniform bound), memoised.  A law with one monotone piece and
+        no atoms: two tilted-moment passes (``tilt_stats_piece``), the first about the tilted law's mode (or the
+        closed-form mean) to locate the mean, the second about it to ``QUAD_RTOL`` (the cumulants' own tolerance;
+        A is the pass's absolute third moment, as in the SPA's certificates); the cumulants from closed forms where
+        attached.  Any other law: ``cgf_vector`` and ``tilted_abs`` (adaptive quadrature)."""
+        def compute():
+            if self._single_piece() is not None:
+                closed = memo_vector(self, tau, n) if self.closed_cgf is not None else None
+                first = (closed, None) if closed is not None else self._single_piece_pass(tau, math.nan, 2,
+                                                                                          TILT_RTOL, 1.0)
+                mean = float(first[0][1]) if first is not None else math.nan
+                got = self._single_piece_pass(tau, mean, n, QUAD_RTOL, 1.0) if math.isfinite(mean) else None
+                if got is not None and np.all(np.isfinite(got[0])) and math.isfinite(got[1]):
+                    return (got[0] if closed is None else closed), float(got[1])
+            return self.cgf_vector(tau, n), float(self.tilted_abs(tau, 3))
+        return memoised(self, (tau, "cumulants_abs3", n), compute)
+
     def _single_piece(self):
         """The one monotone piece of a law without atoms (None otherwise; memoised)."""
         got = self.__dict__.get("_single")

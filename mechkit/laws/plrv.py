@@ -55,9 +55,7 @@ class PLRV:
     def _core(self):
         return self.mechanism.core
 
-    @staticmethod
-    def _out(x, like):
-        return float(x[0]) if np.ndim(like) == 0 else x
+    _out = staticmethod(lambda x, like: float(x[0]) if np.ndim(like) == 0 else x)
 
     def _s(self, s):
         s = np.atleast_1d(np.asarray(s, dtype=float))
@@ -68,23 +66,20 @@ class PLRV:
     def _tails(self, v, want_lower, prob, split=None):
         """P(Z <= v) (want_lower) or P(Z > v), or its log (not ``prob``), each point computed from one side.
 
-        Below ``split`` (default: the median) P(Z <= v) is evaluated, at and above it P(Z > v), each summed
-        from positive parts; the other side is its complement.  From the median, each point costs one
-        evaluation of a side whose probability is at most about 1/2, so neither tail loses accuracy.  In loss
-        space (Z = sign L) this is the core's split at sign * split; for Z = -L, {Z <= v} = {L >= -v}, so the
-        atom at the point goes to the core's upper side (not ``closed``).
+        Below ``split`` (default: the median) P(Z <= v) is evaluated, at and above it P(Z > v), each summed from
+        positive parts; the other side is its complement: each point costs one evaluation of a side whose probability
+        is at most about 1/2, so neither tail loses accuracy.  In loss space (Z = sign L) this is the core's split at
+        sign * split; for Z = -L, {Z <= v} = {L >= -v}, so the atom at the point goes to the core's upper side.
         """
         split = self._median() if split is None else split
         pos = self._sign > 0
         return self._core.tails(self._m, v if pos else -v, self._sign * split, pos, want_lower != pos, prob)
 
-    def _lower(self, v):
-        """log P(Z <= v) directly."""
-        return self._tails(v, True, False, np.inf)
+    _lower = lambda self, v: self._tails(v, True, False, np.inf)  # noqa: E731 (log P(Z <= v) directly)
 
     def _first_above_half(self, pts, half, stride):
-        """The first k with log P(Z <= pts[k]) > half (len(pts) if none; pts increasing): every stride-th point,
-        then those between the last two (P(Z <= s) is monotone: the full scan's index, fewer evaluations)."""
+        """The first k with log P(Z <= pts[k]) > half (len(pts) if none; pts increasing): every stride-th point, then
+        those between the last two (the CDF is monotone: the full scan's index)."""
         start, end = 0, len(pts)
         if stride > 1 and len(pts) > 2 * stride:
             coarse = np.unique(np.append(np.arange(0, len(pts), stride), len(pts) - 1))
@@ -97,9 +92,8 @@ class PLRV:
         return start + int(np.argmin(below)) if not below.all() else end
 
     def _coarse_below(self, pts, half):
-        """log P(Z <= pts) <= half at the increasing points pts as far as it decides ``_first_above_half``'s index:
-        the points with |v| <= MODERATE first, the far ones on a side only where the crossing may lie there (the CDF
-        is monotone; a far loss costs 20-50 us to evaluate, a moderate one ~1 us).  The same index as every point's."""
+        """log P(Z <= pts) <= half at increasing pts as far as it decides ``_first_above_half``'s index: |v| <= MODERATE
+        first (~1 us each), the far ones (20-50 us) on a side only where the crossing may lie (the CDF is monotone)."""
         mid = np.flatnonzero(np.abs(pts) <= MODERATE)
         if not mid.size:
             return self._lower(pts) <= half
@@ -349,6 +343,12 @@ class PLRV:
         if power not in (1, 3):
             raise ParameterError(f"power must be 1 or 3, got {power!r}")
         return float(self._core.tilted_abs(self._a * check_finite_real("t", t) + self._b, power))
+
+    def cumulants_abs3_unchecked(self, t: float, n: int) -> tuple[np.ndarray, float]:
+        """([K(t), ..., K^(n)(t)], A >= E|Z_t - K'(t)|^3) for accountants that have checked t (finite) and n (2..6):
+        ``Law.cumulants_abs3``, memoised (two tilted passes where the loss has one monotone piece and no atoms)."""
+        vec, A = self._core.cumulants_abs3(self._a * t + self._b, n)
+        return vec * self._a ** np.arange(n + 1), A
 
     def tilt_mode(self, t: float) -> float:
         """About where the t-tilted law of the privacy loss has its bulk (``Law.tilt_mode``): a centre for
