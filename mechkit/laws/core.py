@@ -289,7 +289,7 @@ class Law:
         def compute():
             if self._single_piece() is not None:
                 closed = memo_vector(self, tau, n) if self.closed_cgf is not None else None
-                first = (closed, None) if closed is not None else self._single_piece_pass(tau, math.nan, 2,
+                first = (closed, None) if closed is not None else self._single_piece_pass(tau, math.nan, 1,
                                                                                           TILT_RTOL, 1.0)
                 mean = float(first[0][1]) if first is not None else math.nan
                 got = self._single_piece_pass(tau, mean, n, QUAD_RTOL, 1.0) if math.isfinite(mean) else None
