@@ -47,6 +47,12 @@ RELIABLE = 0.05
 #: ... and (the plain expansion) where the tilted one, itself reliable, puts the same delta within this relative
 #: distance in epsilon (``_confirmed``)
 CONFIRM_BAND = 5e-4
+#: why an answer is not reliable though it was not clamped into its interval (``details["clamped"]``), as
+#: ``details`` keys (True on an epsilon query's; a list of booleans per point on a delta query's, for the reasons
+#: some point has): the neighbouring order's estimate differs by more than RELIABLE, the tilted expansion does not
+#: confirm the plain estimate (``_confirmed``), the tilted expansion is out of the saddle point's regime (in the
+#: leading direction, or in another not certified below it: ``spa.in_regime``)
+REASONS = ("orders_disagree", "not_confirmed", "out_of_regime")
 
 
 def _density_coefficients(k, order):
@@ -100,6 +106,12 @@ def _reliable(a, b):
     return bool(a > 0 and b > 0 and abs(a - b) <= RELIABLE * max(a, b))
 
 
+def _reasons(why):
+    """{reason: [whether it is the point's reason, per point]} for the reasons some point has (``why``: a reason
+    or None per point)."""
+    return {k: [w == k for w in why] for k in REASONS if k in why}
+
+
 def _quality(lo, up, value):
     if lo <= 0.0 and up >= 1.0:
         return "vacuous"
@@ -125,9 +137,12 @@ def _plain_delta(items, eps, order):
     details["interval"] = [_quality(a, b, v) for a, b, v in zip(lo, up, est)]
     details["negative_expansion"] = neg.tolist()
     details["clamped"] = moved.tolist()
-    ok = np.array([_reliable(a, b) and not m for a, b, m in zip(est, other, moved)], bool)
+    agree = np.array([_reliable(a, b) for a, b in zip(est, other)], bool)
+    ok = agree & ~moved
     ok[ok] = _confirmed(items, eps[ok], est[ok], order)
     details["reliable"] = ok.tolist()
+    details.update(_reasons([None if m or k else "not_confirmed" if a else "orders_disagree"
+                             for k, a, m in zip(ok, agree, moved)]))
     return EstimateArray(est, lo, up, "edgeworth", True, details)
 
 
@@ -162,6 +177,9 @@ def _clamped_estimate(val, lo, up, details):
     val, moved = clamp_into(val, lo, up)
     details["clamped"] = moved
     details["reliable"] = details["reliable"] and not moved
+    if moved or details["reliable"]:
+        for k in REASONS:
+            details.pop(k, None)
     return Estimate(val, lo, up, "edgeworth", True, details)
 
 
@@ -258,8 +276,10 @@ def _plain_epsilon(items, d, order):
     if not math.isfinite(val):
         val = e_up
     details = _plain_details(seqs, order)
-    details["reliable"] = bool(_reliable(d, float(_estimate(seqs, np.array([val]), _neighbour(order))[0]))
-                               and _confirmed(items, [val], [d], order)[0])
+    agree = _reliable(d, float(_estimate(seqs, np.array([val]), _neighbour(order))[0]))
+    details["reliable"] = bool(agree and _confirmed(items, [val], [d], order)[0])
+    if not details["reliable"]:
+        details["not_confirmed" if agree else "orders_disagree"] = True
     details["interval"] = ("vacuous" if e_lo == 0.0 and not math.isfinite(e_up) else
                            "upper only" if e_lo == 0.0 else "two-sided")
     return _clamped_estimate(val, e_lo, e_up, details)
@@ -359,7 +379,10 @@ def _tilted_delta(items, eps, order):
     details["saddle_point"] = tilts  # the dominant direction's, per epsilon
     val, moved = clamp_into(val, lo, up)
     details["clamped"] = moved.tolist()
-    details["reliable"] = [_reliable(a, b) and g and not m for a, b, g, m in zip(val, other, regimes, moved)]
+    agree = [_reliable(a, b) for a, b in zip(val, other)]
+    details["reliable"] = [a and g and not m for a, g, m in zip(agree, regimes, moved)]
+    details.update(_reasons([None if m or (a and g) else "out_of_regime" if not g else "orders_disagree"
+                             for a, g, m in zip(agree, regimes, moved)]))
     return EstimateArray(val, lo, up, "edgeworth", True, details)
 
 
@@ -388,21 +411,29 @@ def _tilted_epsilon(items, d, order):
         if u is not None and dirn.eps_of(math.exp(u)) >= best:
             best, lead = dirn.eps_of(math.exp(u)), (dirn, math.exp(u))
     details = _tilted_details(order)
-    details["reliable"] = not math.isfinite(best) or bool(
-        (lead is None or _root_in_regime(*lead, order))
-        and _tilted_delta(items, np.array([best]), order).details["reliable"][0])
+    why = None if lead is None else _root_out_of_regime(*lead, order)
+    if why is None and math.isfinite(best):
+        at = _tilted_delta(items, np.array([best]), order).details
+        if not at["reliable"][0]:  # (its estimate clamped into its bounds: out of the regime as well)
+            why = next((k for k in REASONS if at.get(k, [False])[0]), "out_of_regime")
+    details["reliable"] = not math.isfinite(best) or why is None
+    if not details["reliable"]:
+        details[why] = True
     return _clamped_estimate(best, bounds.lower, bounds.upper, details)
 
 
-def _root_in_regime(dirn, t, order):
-    """Whether the root the estimate came from (the leading direction at tilt t) is in the expansion's regime:
-    the SPA's criterion there, the expansion itself (not SP-CLT's fallback) and the neighbouring order agreeing.
-    The same test at the estimate's epsilon alone can pass where the root's cannot (the saddle point of a larger
-    epsilon is another tilt): subsampled Gaussian sigma 2.5, q 0.0011, k 138, delta 5.7e-7 gave 0.0608 "reliable"
-    from an SP-CLT fallback at t = 83 (correction factor -5.8), the truth 0.0194."""
+def _root_out_of_regime(dirn, t, order):
+    """Why the root the estimate came from (the leading direction at tilt t) is not in the expansion's regime, or
+    None: the SPA's criterion there (``"out_of_regime"``), and the expansion itself (not SP-CLT's fallback) with
+    the neighbouring order agreeing (``"orders_disagree"``).  The same test at the estimate's epsilon alone can pass
+    where the root's cannot (the saddle point of a larger epsilon is another tilt): subsampled Gaussian sigma 2.5,
+    q 0.0011, k 138, delta 5.7e-7 gave 0.0608 "reliable" from an SP-CLT fallback at t = 83 (correction factor
+    -5.8), the truth 0.0194."""
     r = dirn.at(t)
+    if not spa.in_regime(dirn, r):
+        return "out_of_regime"
     vals = [_tilted_at(dirn, t, r["eps"], o, r["vec"]) for o in (order, _neighbour(order))]
-    return spa.in_regime(dirn, r) and _reliable(*(math.exp(v) if math.isfinite(v) else 0.0 for v in vals))
+    return None if _reliable(*(math.exp(v) if math.isfinite(v) else 0.0 for v in vals)) else "orders_disagree"
 
 
 # --- the accountant's entry points -------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from scipy.stats import binom, norm
 import mechkit as mk
 from mechkit.accountants import edgeworth as ew
 from mechkit.accountants import edgeworth_sequence as es
+from mechkit.accountants import spa
 from mechkit.errors import ParameterError
 from tests.helpers import Reached
 from tests.references import contour_mix as C
@@ -252,6 +253,62 @@ def test_plain_reliable_is_confirmed_by_the_tilted_expansion():
     gd = g.delta([14.0, 20.0], method="edgeworth")
     assert gd.details["reliable"] == [True, True]
     np.testing.assert_allclose(np.asarray(gd), [mk.gdp.delta(mu, 14.0), mk.gdp.delta(mu, 20.0)], rtol=1e-9)
+
+
+def _named_reasons(details, i=None):
+    """The reasons (``ew.REASONS``) an answer's details name: of an epsilon query, or of point i of a delta query."""
+    return [k for k in ew.REASONS if k in details and (details[k] if i is None else details[k][i])]
+
+
+@pytest.mark.parametrize("sigma,q,k", [(0.8, 0.01, 1000), (1.0, 0.01, 10_000), (2.0, 0.001, 100),
+                                       (5.0, 0.01, 100_000)])
+def test_an_unreliable_answer_names_its_reason(sigma, q, k):
+    """Every unreliable, unclamped answer of either variant names exactly one reason, a reliable one none, and the
+    reason is what it says: the neighbouring order's delta more than RELIABLE away ("orders_disagree"); the orders
+    agreeing but the tilted expansion not confirming the plain estimate ("not_confirmed"); the tilted expansion's
+    saddle point out of the SPA's regime ("out_of_regime")."""
+    run = mk.compose((sg(q, sigma), k))
+    items = run._items
+    seqs = es.sequences(items)
+    named = set()
+    for variant in ("plain", "tilted"):
+        e = run.epsilon(1e-5, method="edgeworth", variant=variant)
+        why = _named_reasons(e.details)
+        assert len(why) == (0 if e.details["reliable"] or e.details["clamped"] else 1), (variant, e.details)
+        eps = np.array([0.3, 1.0, 3.0])
+        d = run.delta(eps, method="edgeworth", variant=variant)
+        for i in range(eps.size):
+            why_i = _named_reasons(d.details, i)
+            ok, moved = d.details["reliable"][i], d.details["clamped"][i]
+            assert len(why_i) == (0 if ok or moved else 1), (variant, i, d.details)
+            if variant == "plain" and why_i:
+                agree = ew._reliable(float(d[i]), float(ew._estimate(seqs, eps[i:i + 1], ew._neighbour(2))[0]))
+                assert agree == (why_i == ["not_confirmed"])
+                if agree:
+                    assert not ew._confirmed(items, eps[i:i + 1], np.asarray(d)[i:i + 1], 2)[0]
+            if variant == "tilted" and why_i == ["out_of_regime"]:  # some direction's exact saddle point is
+                flags = []
+                for dn in spa.directions(items):
+                    try:
+                        t0 = dn.saddle(float(eps[i]))
+                    except spa.ZeroDelta:
+                        continue
+                    _, r, converged = spa.exact_saddle(dn, t0, float(eps[i]), dn.at(t0, float(eps[i])))
+                    flags.append(converged and spa.in_regime(dn, r))
+                assert not all(flags)
+            named.update(why_i)
+        named.update(why)
+    assert named  # each of these compositions has some unreliable point
+
+
+def test_each_reason_occurs():
+    # a composition of few sampled steps: the plain orders disagree and the tilted saddle point is out of the
+    # regime; DP-SGD at sigma 1, k 1e4: the plain orders agree at delta(0.3) but the tilted expansion does not confirm
+    few = mk.compose((sg(0.001, 2.0), 100))
+    assert few.epsilon(1e-5, method="edgeworth").details.get("orders_disagree") is True
+    assert few.epsilon(1e-5, method="edgeworth", variant="tilted").details.get("out_of_regime") is True
+    dp = mk.compose((sg(0.01, 1.0), 10_000)).delta([0.3], method="edgeworth")
+    assert dp.details.get("not_confirmed") == [True] and dp.details["reliable"] == [False]
 
 
 @settings(deadline=None, max_examples=max(settings.default.max_examples // 5, 5))
