@@ -75,7 +75,8 @@ class PLRV:
         pos = self._sign > 0
         return self._core.tails(self._m, v if pos else -v, self._sign * split, pos, want_lower != pos, prob)
 
-    _lower = lambda self, v: self._tails(v, True, False, np.inf)  # noqa: E731 (log P(Z <= v) directly)
+    def _lower(self, v):  # log P(Z <= v) directly
+        return self._tails(v, True, False, np.inf)
 
     def _first_above_half(self, pts, half, stride):
         """The first k with log P(Z <= pts[k]) > half (len(pts) if none; pts increasing): every stride-th point, then
@@ -236,10 +237,9 @@ class PLRV:
 
     def finite_part(self) -> PLRV:
         """Z restricted to its finite values (this PLRV where there are no masses at +-inf; cached): a sub-probability
-        of total mass ``finite_mass``, whose CGF is ``cgf_finite`` plus the log of that mass.  The SPA and Edgeworth
-        compose these and add the masses at +inf exactly.  It answers the generating-function queries (``cgf``,
-        ``cgf_vector``, ``tilt_stats``, ``tilted_abs3``, ``pdf``, ``atoms``, ``support``), not the distribution
-        functions."""
+        of total mass ``finite_mass``, whose CGF is ``cgf_finite`` plus the log of that mass (the SPA and Edgeworth
+        compose these, adding the masses at +inf exactly).  It answers the generating-function queries (``cgf``,
+        ``cgf_vector``, ``tilt_stats``, ``tilted_abs3``, ``pdf``, ``atoms``, ``support``), not the CDFs."""
         got = self.__dict__.get("_finite_view")
         if got is None:
             core = self._core
