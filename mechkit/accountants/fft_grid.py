@@ -512,8 +512,12 @@ class _Amplification:
             W = self.exact.size
             e[:W] = self.T[:W] + (2.0 * k * fft_dft.GAMMA_DD + 0.5 * MACHINE_EPS) * self.exact * (1.0 + MACHINE_EPS)
         l1 = math.sqrt(2.0 * float(np.einsum("i,i->", e, e)))  # the half spectrum counted twice (upper bound)
-        w = np.arange(1, e.size, dtype=float)
-        by_parts = float(e[0]) + 2.0 / N * float(np.sum(e[1:] / np.sin(np.pi / N * w)))
+        # only where e_w > 0: a long composition's powers underflow to 0 at all but its lowest ~100-800 frequencies,
+        # and the sines of the others cost ~2 ms at 2.5e5 points
+        w = np.flatnonzero(e[1:]) + 1
+        if w.size > e.size // 2:
+            w = np.arange(1, e.size)
+        by_parts = float(e[0]) + 2.0 / N * float(np.sum(e[w] / np.sin(np.pi / N * w)))
         inverse = self.c * math.sqrt(N) * math.sqrt(float(np.einsum("i,i->", composed, composed)))  # no BLAS, as above
         return min(l1, by_parts) + inverse + 8.0 * MACHINE_EPS
 
