@@ -249,10 +249,8 @@ class PLRV:
 
     def cgf_finite(self, t: float, order: int = 0) -> float:
         """log E[exp(t Z); Z finite]: the generating function of the finite part (order 0), or its derivative
-        E[Z e^(t Z); Z finite] / E[e^(t Z); Z finite] (order 1: at t = 0, the mean of the finite part).
-
-        Equal to ``cgf(t)`` when there is no mass at +inf; with such mass, the composers use it to bound
-        the finite part's tails (the mass at +inf is accounted for separately, notes.md 1.1).
+        E[Z e^(t Z); Z finite] / E[e^(t Z); Z finite] (order 1: at t = 0, the mean of the finite part).  ``cgf(t)``
+        without mass at +inf; with it, the composers bound the finite part's tails (the mass apart: notes.md 1.1).
 
         Parameters
         ----------
@@ -296,9 +294,8 @@ class PLRV:
         return float(out[0]) if scalar else out
 
     def cgf_unchecked(self, t: float) -> float:
-        """``cgf(t)`` without the argument checks, for accountants passing their own grid's tilts and using the
-        engine's tilted moments anyway: from the tilted-moment pass where the law is one monotone piece without
-        atoms (``Law.cgf_tilted``; the same to the quadrature's tolerance, 2-5x faster).
+        """``cgf(t)`` unchecked, for accountants using the engine's tilted moments anyway: the tilted-moment pass where
+        the law is one monotone piece without atoms (``Law.cgf_tilted``; the same to the quadrature's tolerance).
 
         Parameters
         ----------
@@ -345,8 +342,14 @@ class PLRV:
         return float(self._core.tilted_abs(self._a * check_finite_real("t", t) + self._b, power))
 
     def cumulants_abs3_unchecked(self, t: float, n: int) -> tuple[np.ndarray, float]:
-        """([K(t), ..., K^(n)(t)], A >= E|Z_t - K'(t)|^3) for accountants that have checked t (finite) and n (2..6):
-        ``Law.cumulants_abs3``, memoised (two tilted passes where the loss has one monotone piece and no atoms)."""
+        """([K(t), ..., K^(n)(t)], A >= E|Z_t - K'(t)|^3) for accountants: ``Law.cumulants_abs3``, memoised (two
+        tilted passes where the loss has one monotone piece and no atoms).
+
+        Parameters
+        ----------
+        t : a finite float (not checked).
+        n : the highest derivative, 2..6 (not checked).
+        """
         vec, A = self._core.cumulants_abs3(self._a * t + self._b, n)
         return vec * self._a ** np.arange(n + 1), A
 
@@ -421,8 +424,7 @@ class PLRV:
         return bool(self._core.mono)
 
     def memo(self, name: str) -> dict:
-        """A dict kept on this PLRV for an accountant's own memo (shared by every composition using the
-        mechanism; it lives as long as the mechanism).
+        """A dict on this PLRV for an accountant's memo (shared by every composition of the mechanism, as long-lived).
 
         Parameters
         ----------
@@ -440,9 +442,7 @@ class PLRV:
         t, center : finite floats (not checked).
         n : the highest derivative, 2..6.
         """
-        memo = self.__dict__.get("_tilt_memo")
-        if memo is None:
-            memo = self._tilt_memo = {}
+        memo = self.__dict__.setdefault("_tilt_memo", {})
         key = (t, center, n)
         got = memo.get(key)
         if got is None:
