@@ -309,7 +309,7 @@ def compose(items, direction, grid, delta_error):
 
 
 def _finish(acc, mgf, out, grid):
-    curve = acc.curve()
+    curve = acc.curve(spectral=True)
     curve.dropped = out
     curve.wrapped = wrap_bound(mgf, grid, acc.mu)
     curve.slack = curve.fp + out + curve.wrapped

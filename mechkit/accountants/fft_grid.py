@@ -31,6 +31,7 @@ from ..errors import MechkitError, NumericalLimitError, ParameterError, check_fi
 from ..relations import DIRECTIONS
 from . import fft_dft
 from . import fft_sums as _fs
+from .fft_spectral import SpectralCurve, band_of, count_le
 from . import rdp
 
 MACHINE_EPS = np.finfo(float).eps
@@ -235,15 +236,8 @@ class DiscreteCurve:
         return np.arange(self.first, self.first + self.size) * self.step + self.shift
 
     def _count_le(self, eps):
-        """#{i : y_i <= eps} for each eps (searchsorted on the grid, without the array)."""
-        n = self.size
-        guess = np.floor((np.asarray(eps, float) - self.shift) / self.step) - self.first + 1
-        c = np.clip(np.nan_to_num(guess, nan=0.0, posinf=n, neginf=0.0), 0, n).astype(np.int64)
-        # the division may be off by one against the products that define y: one correction each way
-        up = (c < n) & ((self.first + np.minimum(c, n - 1)) * self.step + self.shift <= eps)
-        c = c + up
-        down = (c > 0) & ((self.first + np.maximum(c - 1, 0)) * self.step + self.shift > eps)
-        return c - down
+        """#{i : y_i <= eps} for each eps (``fft_spectral.count_le``)."""
+        return count_le(self.first, self.step, self.shift, self.size, eps)
 
     def delta_fin(self, eps):
         eps = np.asarray(eps, float)
@@ -291,14 +285,25 @@ class DiscreteCurve:
 
 def curve_state(c, key, floats, arrays):
     """A ``DiscreteCurve``'s header (its ``floats`` as hex text: exact) for ``curve_restore``; its two arrays go into
-    ``arrays`` as ``key_d1``, ``key_ld2``."""
+    ``arrays`` as ``key_d1``, ``key_ld2`` (a ``SpectralCurve``'s band as ``key_re``, ``key_im``)."""
+    head = {"first": c.first, "size": c.size, **{f: float.hex(float(getattr(c, f))) for f in floats}}
+    if isinstance(c, SpectralCurve):
+        arrays[f"{key}_re"], arrays[f"{key}_im"] = c.band.real.copy(), c.band.imag.copy()
+        return head | {"kind": "spectral"}
     arrays[f"{key}_d1"], arrays[f"{key}_ld2"] = c.d1, c.ld2
-    return {"first": c.first, "size": c.size, **{f: float.hex(float(getattr(c, f))) for f in floats}}
+    return head
 
 
 def curve_restore(meta, key, floats, arrays):
     """The ``DiscreteCurve`` that ``curve_state`` described, bit for bit (KeyError, TypeError or ValueError if the
     header and arrays do not fit together)."""
+    if meta.get("kind") == "spectral":
+        band = np.asarray(arrays[f"{key}_re"], dtype=float) + 1j * np.asarray(arrays[f"{key}_im"], dtype=float)
+        step, shift, inf_mass = (float.fromhex(meta[f]) for f in ("step", "shift", "inf_mass"))
+        c = SpectralCurve(int(meta["first"]), step, shift, band, int(meta["size"]), inf_mass)
+        for f in floats:
+            setattr(c, f, float.fromhex(meta[f]))
+        return c
     c = DiscreteCurve.__new__(DiscreteCurve)
     c.first, c.size = int(meta["first"]), int(meta["size"])
     for f in floats:
@@ -404,13 +409,22 @@ class Spectrum:
         bound = fft_dft.error(mass, pmf.size)
         return np.minimum(np.abs(x[1:W + 1] - exact) * (1.0 + MACHINE_EPS) + bound, self.amp.c)
 
-    def curve(self):
-        """The composed ``DiscreteCurve`` (its ``fp``: the rounding of the FFT, powers and suffix sums)."""
+    def curve(self, spectral=False):
+        """The composed ``DiscreteCurve`` (its ``fp``: the rounding of the FFT, powers and suffix sums); with
+        ``spectral``, a ``fft_spectral.SpectralCurve`` where the spectrum is band-limited (its ``fp``: the rounding
+        of the FFT, the powers and its spectral sums)."""
         N, h = self.grid.N, self.grid.h
         if self.exact:
             Y = fft_dft.dd_value(self.exact["Y"])
             self.spectrum[:Y.size] = Y
             self.amp.exact = np.abs(Y)
+        band = band_of(self.spectrum, N) if spectral else None
+        if band is not None:
+            fp = self.amp.error_bound(N, self.k, None)
+            self.spectrum = None
+            curve = SpectralCurve(N // 2 + 1 - N, h, self.mu, band, N, -math.expm1(self.log_fin))
+            curve.fp = fp + curve.sum_error
+            return curve
         composed = sfft.irfft(self.spectrum, N)
         fp = self.amp.error_bound(N, self.k, composed)
         self.spectrum = None
@@ -518,7 +532,8 @@ class _Amplification:
         if w.size > e.size // 2:
             w = np.arange(1, e.size)
         by_parts = float(e[0]) + 2.0 / N * float(np.sum(e[w] / np.sin(np.pi / N * w)))
-        inverse = self.c * math.sqrt(N) * math.sqrt(float(np.einsum("i,i->", composed, composed)))  # no BLAS, as above
+        inverse = 0.0 if composed is None else \
+            self.c * math.sqrt(N) * math.sqrt(float(np.einsum("i,i->", composed, composed)))  # no BLAS, as above
         return min(l1, by_parts) + inverse + 8.0 * MACHINE_EPS
 
 

@@ -227,7 +227,11 @@ def test_the_two_directions_in_threads_are_the_serial_floats(monkeypatch):
     serial = fft_ctd.CTDComposed(items, 2e-3, 1e-10, h=threaded.h)
     for d in threaded.curves:
         for a, b in zip(threaded.curves[d], serial.curves[d]):
-            assert np.array_equal(a.d1, b.d1) and np.array_equal(a.ld2, b.ld2) and a.slack == b.slack
+            arrays_a, arrays_b = {}, {}
+            head_a = fft_grid.curve_state(a, "c", fft_ctd.CTDComposed._FLOATS, arrays_a)
+            head_b = fft_grid.curve_state(b, "c", fft_ctd.CTDComposed._FLOATS, arrays_b)
+            assert head_a == head_b and arrays_a.keys() == arrays_b.keys()
+            assert all(np.array_equal(arrays_a[k], arrays_b[k]) for k in arrays_a)
     x, y = threaded.epsilon(1e-5), serial.epsilon(1e-5)
     assert (float(x), x.lower, x.upper) == (float(y), y.lower, y.upper)
 
