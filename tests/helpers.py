@@ -106,3 +106,16 @@ def second_process_launch(monkeypatch):
     warm.start()
     monkeypatch.setattr(warm.subprocess, "Popen", real)
     return seen["args"], seen["kwargs"]
+
+
+def assert_same_curve_answers(curve, back, deltas, eps):
+    """Two privacy curves (e.g. one saved and loaded again) answer the same floats: epsilon at each of ``deltas``
+    (value, bounds and details) and delta at the points ``eps`` (value and bounds)."""
+    import numpy as np
+
+    for d in deltas:
+        a, b = curve.epsilon(d), back.epsilon(d)
+        assert (float(a), a.lower, a.upper, a.details) == (float(b), b.lower, b.upper, b.details)
+    a, b = curve.delta(eps), back.delta(eps)
+    assert np.array_equal(np.asarray(a), np.asarray(b)) and np.array_equal(a.lower, b.lower)
+    assert np.array_equal(a.upper, b.upper)

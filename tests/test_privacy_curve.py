@@ -13,6 +13,7 @@ from scipy import optimize, special
 
 import mechkit as mk
 from mechkit.errors import NumericalLimitError, ParameterError
+from tests.helpers import assert_same_curve_answers
 
 
 def gdp_delta(mu, eps):
@@ -80,13 +81,7 @@ def test_saved_curve_answers_bit_for_bit_and_refuses_bad_files(tmp_path, variant
     curve.save(path)
     back = mk.load_curve(path)
     assert repr(back.composition) == repr(run) and back.eps_error == curve.eps_error and back.variant == variant
-    for d in (0.0, 1e-3, 1e-6, 1e-9):
-        a, b = curve.epsilon(d), back.epsilon(d)
-        assert (float(a), a.lower, a.upper, a.details) == (float(b), b.lower, b.upper, b.details)
-    eps = [0.0, 0.5, 1.0, 3.0]
-    a, b = curve.delta(eps), back.delta(eps)
-    assert np.array_equal(np.asarray(a), np.asarray(b)) and np.array_equal(a.lower, b.lower)
-    assert np.array_equal(a.upper, b.upper)
+    assert_same_curve_answers(curve, back, (0.0, 1e-3, 1e-6, 1e-9), [0.0, 0.5, 1.0, 3.0])
     data = path.read_bytes()
     corrupt = tmp_path / "corrupt.curve"
     corrupt.write_bytes(data[:-200] + bytes(200))

@@ -31,7 +31,7 @@ from ..errors import MechkitError, NumericalLimitError, ParameterError, check_fi
 from ..relations import DIRECTIONS
 from . import fft_dft
 from . import fft_sums as _fs
-from .fft_spectral import SpectralCurve, band_of, count_le
+from .fft_spectral import GridSupport, SpectralCurve, band_of
 from . import rdp
 
 MACHINE_EPS = np.finfo(float).eps
@@ -209,7 +209,7 @@ def _tail_integral(f, a, b):
 SCANS = 3
 
 
-class DiscreteCurve:
+class DiscreteCurve(GridSupport):
     """The composed discrete PRV: exact delta(eps) and its inverse (notes.md 1.6).
 
     Its support is the arithmetic grid y_i = (first + i) step + shift, i = 0 .. N-1 (sorted), so composition leaves
@@ -230,24 +230,12 @@ class DiscreteCurve:
         self.sum_error = (4.0 * MACHINE_EPS + 2.0 * p.size * MACHINE_EPS ** 2) * float(np.sum(np.abs(p))) \
             + 4.0 * MACHINE_EPS
 
-    @property
-    def y(self):
-        """The support points (computed; the same arithmetic as when the pmf was placed)."""
-        return np.arange(self.first, self.first + self.size) * self.step + self.shift
-
-    def _count_le(self, eps):
-        """#{i : y_i <= eps} for each eps (``fft_spectral.count_le``)."""
-        return count_le(self.first, self.step, self.shift, self.size, eps)
-
     def delta_fin(self, eps):
         eps = np.asarray(eps, float)
         idx = self._count_le(eps)
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             out = self.d1[idx] - np.exp(eps + self.ld2[idx])
         return np.where(np.isfinite(out), out, 0.0)
-
-    def delta(self, eps):
-        return self.inf_mass + (1.0 - self.inf_mass) * self.delta_fin(eps)
 
     def epsilon(self, delta):
         """Smallest eps >= 0 with delta(eps) <= delta (inf when the mass at +inf alone exceeds delta)."""

@@ -59,7 +59,23 @@ def count_le(first, step, shift, size, eps):
     return c - down
 
 
-class SpectralCurve:
+class GridSupport:
+    """What a composed curve on the arithmetic grid y_i = (first + i) step + shift, i < size, shares: the support
+    points, their count up to eps, delta from the finite part's ``delta_fin`` and the mass at +inf."""
+
+    @property
+    def y(self):
+        """The support points (computed; the same arithmetic as when the pmf was placed)."""
+        return np.arange(self.first, self.first + self.size) * self.step + self.shift
+
+    def _count_le(self, eps):
+        return count_le(self.first, self.step, self.shift, self.size, eps)
+
+    def delta(self, eps):
+        return self.inf_mass + (1.0 - self.inf_mass) * self.delta_fin(eps)
+
+
+class SpectralCurve(GridSupport):
     """A composed discrete curve from its spectrum's band (module docstring): ``delta_fin``, ``delta`` and
     ``epsilon`` as ``fft_grid.DiscreteCurve``'s (its support: N points y_i = (first + i) step + shift)."""
 
@@ -95,14 +111,6 @@ class SpectralCurve:
         self._y0 = y0
         self._tab = None
 
-    @property
-    def y(self):
-        """The support points (computed)."""
-        return np.arange(self.first, self.first + self.size) * self.step + self.shift
-
-    def _count_le(self, eps):
-        return count_le(self.first, self.step, self.shift, self.size, eps)
-
     def suffix(self, r):
         """(A(r), B(r)) at the sorted support indices r (an integer array, 0 <= r <= N; both 0 at N)."""
         r = np.asarray(r, dtype=np.int64)
@@ -125,9 +133,6 @@ class SpectralCurve:
         with np.errstate(over="ignore", invalid="ignore"):
             out = A - np.exp(eps - y) * B
         return np.where(np.isfinite(out) & (idx < self.size), out, 0.0)
-
-    def delta(self, eps):
-        return self.inf_mass + (1.0 - self.inf_mass) * self.delta_fin(eps)
 
     def _support_delta(self, j):
         """D_j = A(j + 1) - rho B(j + 1): delta at support point j (only mass strictly above it counts)."""

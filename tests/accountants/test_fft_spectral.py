@@ -12,6 +12,7 @@ import scipy.fft as sfft
 import mechkit as mk
 from mechkit.accountants import fft_ctd, fft_grid, fft_spectral
 from mechkit.relations import DIRECTIONS
+from tests.helpers import assert_same_curve_answers
 
 LONG = [((0.8, 0.01), 10_000, 2e-3), ((2.0, 0.1), 3_000, 1e-3), ((1.0, 1.0), 300, 1e-3)]
 
@@ -124,10 +125,4 @@ def test_a_saved_spectral_curve_answers_bit_for_bit(tmp_path):
     assert "SpectralCurve" in kinds  # (with a discrete curve where a spectrum's band is wider: both kinds saved)
     curve.save(tmp_path / "long.curve")
     back = mk.load_curve(tmp_path / "long.curve")
-    for d in (1e-3, 1e-6, 1e-9):
-        a, b = curve.epsilon(d), back.epsilon(d)
-        assert (float(a), a.lower, a.upper, a.details) == (float(b), b.lower, b.upper, b.details)
-    eps = [0.0, 0.5, 2.0, 4.0]
-    a, b = curve.delta(eps), back.delta(eps)
-    assert np.array_equal(np.asarray(a), np.asarray(b)) and np.array_equal(a.lower, b.lower)
-    assert np.array_equal(a.upper, b.upper)
+    assert_same_curve_answers(curve, back, (1e-3, 1e-6, 1e-9), [0.0, 0.5, 2.0, 4.0])

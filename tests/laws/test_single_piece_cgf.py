@@ -125,11 +125,9 @@ def test_the_first_pass_at_a_tilt_is_shared_and_changes_no_value(monkeypatch):
     assert got == alone and len(first) == 4
 
 
-def test_absolute_moments_split_at_their_kink_against_mpmath():
-    # E_P|L - E L|^p (p = 1, 3) of a subsampled Gaussian's remove direction: the quadrature starts on each side of
-    # the kink at L = E L (``ContinuousCore._kink``); reference: mpmath at 40 digits with the kink as a breakpoint
-    sigma, q = 0.8, 0.01
-    z = mk.subsample(mk.gaussian(sigma=sigma), q).remove
+def _sg_remove_law_mpmath(sigma, q):
+    """(pdf, loss, breakpoints, E L) of a subsampled Gaussian's remove direction in mpmath (40 digits): P the mixture
+    (1 - q) N(0, s^2) + q N(1, s^2), L = log P / N(0, s^2)."""
     mpmath.mp.dps = 40
     s = mpmath.mpf(sigma)
 
@@ -142,7 +140,15 @@ def test_absolute_moments_split_at_their_kink_against_mpmath():
     def loss(y):
         return mpmath.log(pdf(y) / npdf(y, 0))
     pts = [-mpmath.inf, -10, 0, 1, 10, mpmath.inf]
-    mean = mpmath.quad(lambda y: pdf(y) * loss(y), pts)
+    return pdf, loss, pts, mpmath.quad(lambda y: pdf(y) * loss(y), pts)
+
+
+def test_absolute_moments_split_at_their_kink_against_mpmath():
+    # E_P|L - E L|^p (p = 1, 3) of a subsampled Gaussian's remove direction: the quadrature starts on each side of
+    # the kink at L = E L (``ContinuousCore._kink``); reference: mpmath at 40 digits with the kink as a breakpoint
+    sigma, q = 0.8, 0.01
+    z = mk.subsample(mk.gaussian(sigma=sigma), q).remove
+    pdf, loss, pts, mean = _sg_remove_law_mpmath(sigma, q)
     yk = mpmath.findroot(lambda y: loss(y) - mean, 0.5)
     cuts = sorted(pts[1:-1] + [yk])
     for power in (1, 3):
@@ -198,19 +204,7 @@ def test_edgeworth_inputs_come_from_the_tilted_passes_and_bound_the_third_absolu
     # the same law's at another tilt, with signs (-1)^j
     sigma, q = 0.8, 0.01
     m = mk.subsample(mk.gaussian(sigma=sigma), q)
-    mpmath.mp.dps = 40
-    s = mpmath.mpf(sigma)
-
-    def npdf(y, mu):
-        return mpmath.exp(-(y - mu) ** 2 / (2 * s * s)) / (s * mpmath.sqrt(2 * mpmath.pi))
-
-    def pdf(y):
-        return (1 - q) * npdf(y, 0) + q * npdf(y, 1)
-
-    def loss(y):
-        return mpmath.log(pdf(y) / npdf(y, 0))
-    pts = [-mpmath.inf, -10, 0, 1, 10, mpmath.inf]
-    mean = mpmath.quad(lambda y: pdf(y) * loss(y), pts)
+    pdf, loss, pts, mean = _sg_remove_law_mpmath(sigma, q)
     c = [mpmath.quad(lambda y: pdf(y) * (loss(y) - mean) ** j, pts) for j in range(2, 6)]
     kappa = [mean, c[0], c[1], c[2] - 3 * c[0] ** 2, c[3] - 10 * c[1] * c[0]]
     yk = mpmath.findroot(lambda y: loss(y) - mean, 0.5)
