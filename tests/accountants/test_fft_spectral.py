@@ -126,3 +126,23 @@ def test_a_saved_spectral_curve_answers_bit_for_bit(tmp_path):
     curve.save(tmp_path / "long.curve")
     back = mk.load_curve(tmp_path / "long.curve")
     assert_same_curve_answers(curve, back, (1e-3, 1e-6, 1e-9), [0.0, 0.5, 2.0, 4.0])
+
+
+def test_powers_are_computed_where_they_can_count():
+    # a long composition's law spectrum raised to its count: the same floats as the repeated squaring where
+    # (|x| + its rounding bound)^k can exceed NEGLIGIBLE_POWER, exact zeros only where it cannot; a short count
+    # (or a spectrum mostly near 1) takes the plain power everywhere
+    grid = fft_grid.Grid(20.0, 2e-3)
+    m = mk.subsample(mk.gaussian(1.0), 0.01)
+    pmf = fft_grid.discretise(m.plrv("remove"), grid, 1e-15)[0]
+    buf = np.zeros(grid.N)
+    buf[:grid.n + 1], buf[grid.N - grid.n:] = pmf[grid.n:], pmf[:grid.n]
+    x = sfft.rfft(buf)
+    a, c = np.abs(x), fft_grid._Amplification(grid.N).c
+    for k in (1, 30, 10_000):
+        got, cut = fft_grid.significant_power(x, a, k, c)
+        full = fft_grid.power(x, k)
+        zero = got == 0
+        assert np.array_equal(got[~zero], full[~zero])
+        assert np.all((a[zero & (full != 0)] + c) ** k <= fft_grid.NEGLIGIBLE_POWER)
+        assert cut == (1 if k == 10_000 else 0) and (cut == 0) == np.array_equal(got, full)
