@@ -31,7 +31,7 @@ from ..errors import MechkitError, NumericalLimitError, ParameterError, check_fi
 from ..relations import DIRECTIONS
 from . import fft_dft
 from . import fft_sums as _fs
-from .fft_spectral import GridSupport, SpectralCurve, band_of
+from .fft_spectral import GridSupport, SpectralCurve, band_of, suffix_delta
 from . import rdp
 
 MACHINE_EPS = np.finfo(float).eps
@@ -232,10 +232,7 @@ class DiscreteCurve(GridSupport):
 
     def delta_fin(self, eps):
         eps = np.asarray(eps, float)
-        idx = self._count_le(eps)
-        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            out = self.d1[idx] - np.exp(eps + self.ld2[idx])
-        return np.where(np.isfinite(out), out, 0.0)
+        return suffix_delta(self.d1, self.ld2, self._count_le(eps), eps)
 
     def epsilon(self, delta):
         """Smallest eps >= 0 with delta(eps) <= delta (inf when the mass at +inf alone exceeds delta)."""

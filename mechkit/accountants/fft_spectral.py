@@ -34,6 +34,8 @@ import math
 import numpy as np
 import scipy.fft as sfft
 
+from . import fft_sums as _fs
+
 MACHINE_EPS = np.finfo(float).eps
 #: a composed spectrum is kept as a ``SpectralCurve`` where its last nonzero frequency is below this share of the
 #: circle (a delta costs O(band); the discrete curve's inverse FFT and suffix sums cost O(N log N) once)
@@ -42,6 +44,9 @@ BAND_SHARE = 1.0 / 32.0
 TABLE_OVERSAMPLING = 8
 #: the inverse FFT's rounding, in units of rounding times log2 of its length (as fft_grid.FFT_ERROR_CONSTANT)
 FFT_ULPS = 8.0
+#: a delta query at more points than this reads the curve's suffix sums, made once (an inverse FFT of the band and
+#: compensated sums: ``fft_grid.DiscreteCurve``'s arrays; a trade-off curve asks ~12,000 points)
+DENSE_POINTS = 64
 #: units of rounding allowed per term of the spectral sums (phases of integer multiples of 2 pi / N, the
 #: denominators, the products), on the bound of each term's modulus; the pairwise summation adds log2 of the count
 TERM_ULPS = 96.0
@@ -57,6 +62,14 @@ def count_le(first, step, shift, size, eps):
     c = c + up
     down = (c > 0) & ((first + np.maximum(c - 1, 0)) * step + shift > eps)
     return c - down
+
+
+def suffix_delta(d1, ld2, idx, eps):
+    """delta_fin at eps from the suffix sums d1 = sum p and ld2 = log sum p e^-y (``fft_sums.suffix_sums``) at the
+    counts idx of support points <= eps."""
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        out = d1[idx] - np.exp(eps + ld2[idx])
+    return np.where(np.isfinite(out), out, 0.0)
 
 
 class GridSupport:
@@ -105,11 +118,17 @@ class SpectralCurve(GridSupport):
         ulps = TERM_ULPS + math.log2(max(J, 2)) + 2.0 + FFT_ULPS * math.log2(self.Nc)
         # A and B each: the Y_0 term (a few roundings of at most Y_0 (N + 1 / (1 - rho))) and the band's terms; the
         # delta A - e^t B (t <= 0) adds its own two roundings
-        self.eval_error = MACHINE_EPS * (4.0 * abs(y0) * (1.0 + 1.0 / (N * self.one_minus_rho)) + ulps * terms / N) \
+        spectral = MACHINE_EPS * (4.0 * abs(y0) * (1.0 + 1.0 / (N * self.one_minus_rho)) + ulps * terms / N) \
             + 8.0 * MACHINE_EPS
+        # the suffix sums of many-point queries (``DENSE_POINTS``): the inverse FFT's rounding, C u log2 N ||p||_2
+        # sqrt(N), and the compensated sums' (fft_grid.DiscreteCurve), sum |p| <= sqrt(N) ||p||_2 = the spectrum's l2
+        l2 = math.sqrt(y0 * y0 + 2.0 * float(np.sum(mag * mag)))
+        dense = FFT_ULPS * MACHINE_EPS * math.log2(N) * l2 + (4.0 * MACHINE_EPS + 2.0 * N * MACHINE_EPS ** 2) * l2 \
+            + 4.0 * MACHINE_EPS
+        self.eval_error = max(spectral, dense)
         self.sum_error = self.eval_error
         self._y0 = y0
-        self._tab = None
+        self._tab = self._dense = None
 
     def suffix(self, r):
         """(A(r), B(r)) at the sorted support indices r (an integer array, 0 <= r <= N; both 0 at N)."""
@@ -125,9 +144,21 @@ class SpectralCurve(GridSupport):
         end = r >= N
         return np.where(end, 0.0, A), np.where(end, 0.0, B)
 
+    def _suffix_arrays(self):
+        """The suffix sums at every support point (``fft_sums.suffix_sums`` of the band's inverse FFT), made once."""
+        if self._dense is None:
+            coef = np.zeros(self.N // 2 + 1, dtype=complex)
+            coef[:self.band.size] = self.band
+            composed = sfft.irfft(coef, self.N)
+            p = np.concatenate((composed[self.half:], composed[:self.half]))
+            self._dense = _fs.suffix_sums(p, self.y)
+        return self._dense
+
     def delta_fin(self, eps):
         eps = np.asarray(eps, float)
         idx = self._count_le(eps)
+        if eps.size > DENSE_POINTS:
+            return suffix_delta(*self._suffix_arrays(), idx, eps)
         A, B = self.suffix(np.minimum(idx, self.N))
         y = (self.first + idx) * self.step + self.shift
         with np.errstate(over="ignore", invalid="ignore"):

@@ -95,7 +95,11 @@ def test_a_spectral_curve_answers_as_the_discrete_curve_of_its_spectrum(mech, k,
         top = float(disc.y[-1])
         eps = np.concatenate((rng.uniform(-3.0, top + 2.0, 200), disc.y[rng.integers(0, N, 50)]))
         tol = sc.eval_error + disc.sum_error + inverse
-        assert np.max(np.abs(sc.delta_fin(eps) - disc.delta_fin(eps))) <= tol
+        direct = np.concatenate([sc.delta_fin(eps[i:i + 50]) for i in range(0, eps.size, 50)])  # the sums
+        dense = sc.delta_fin(eps)                       # more than DENSE_POINTS: its suffix-sum arrays
+        assert eps.size > fft_spectral.DENSE_POINTS >= 50
+        assert np.max(np.abs(direct - disc.delta_fin(eps))) <= tol
+        assert np.max(np.abs(dense - direct)) <= 2.0 * sc.eval_error
         for target in np.geomspace(1e-12, 0.5, 25):
             a, b = sc.epsilon(target), disc.epsilon(target)
             # the spectral answer is where the discrete curve crosses the target, to the curves' rounding; where the
