@@ -19,7 +19,9 @@ eps is A(r) - e^(eps - y_r) B(r), r the first support point above eps: O(band) a
 formed without cancellation (1 - zeta^w = 2 sin(pi w / N) e^(i (pi w / N - pi / 2)), 1 - rho zeta^w = (1 - rho) +
 rho (1 - zeta^w), each part accurate), so every term is within a few units of rounding of the bound
 |Y_w| 2 / |1 - zeta^w| (or 2 / |1 - rho zeta^w|), and ``eval_error`` bounds the rounding of a delta by those sums.
-The spectrum's own errors are the composer's (``fft_grid._Amplification``), as for the discrete curve.
+The spectrum's own errors are the composer's (``fft_grid._Amplification``), as for the discrete curve.  A delta
+query at many points (``DENSE_POINTS``: a trade-off curve, a plot) reads the discrete curve's suffix sums instead,
+made once from the band's inverse FFT; ``eval_error`` covers both ways.
 
 epsilon(target): the first support point j at or above the last one <= 0 with D_j = A(j + 1) - rho B(j + 1) <=
 target, bracketed on a table of A and B at every (N / Nc)-th point (two inverse FFTs of Nc >= 8 x the band points:
