@@ -234,13 +234,8 @@ class DiscreteCurve(GridSupport):
         eps = np.asarray(eps, float)
         return suffix_delta(self.d1, self.ld2, self._count_le(eps), eps)
 
-    def epsilon(self, delta):
-        """Smallest eps >= 0 with delta(eps) <= delta (inf when the mass at +inf alone exceeds delta)."""
-        if delta <= self.inf_mass:
-            return math.inf
-        target = (delta - self.inf_mass) / (1.0 - self.inf_mass)
-        if self.delta_fin(0.0) <= target:
-            return 0.0
+    def _epsilon_fin(self, target, i0):
+        """``GridSupport.epsilon`` past its checks (i0: the last support point <= 0)."""
         # delta at each support point (``fft_sums._support_delta``) from the last one <= 0 on (epsilon >= 0 needs no
         # lower one; far below 0 the suffix sums of p e^{-y} are the pmf's rounding noise times e^{|y|}); the answer
         # is at the first support point with D <= target.  The first SCANS queries scan for it (a query of the FFT
@@ -248,7 +243,6 @@ class DiscreteCurve(GridSupport):
         # answer, every point before it having D above both); the next makes the running minimum of D (searched by
         # bisection from then on), after composition (so not part of the memory peak)
         if self._Dm is None:
-            i0 = max(int(self._count_le(0.0)) - 1, 0)
             if self._scans < SCANS:
                 self._scans += 1
                 start = i0
@@ -280,8 +274,8 @@ def curve_state(c, key, floats, arrays):
 
 
 def curve_restore(meta, key, floats, arrays):
-    """The ``DiscreteCurve`` that ``curve_state`` described, bit for bit (KeyError, TypeError or ValueError if the
-    header and arrays do not fit together)."""
+    """The curve (``DiscreteCurve`` or ``SpectralCurve``) that ``curve_state`` described, bit for bit (KeyError,
+    TypeError or ValueError if the header and arrays do not fit together)."""
     if meta.get("kind") == "spectral":
         band = np.asarray(arrays[f"{key}_re"], dtype=float) + 1j * np.asarray(arrays[f"{key}_im"], dtype=float)
         step, shift, inf_mass = (float.fromhex(meta[f]) for f in ("step", "shift", "inf_mass"))
@@ -407,19 +401,19 @@ class Spectrum:
             self.amp.exact = np.abs(Y)
         # each frequency ``significant_power`` set to 0 was at most NEGLIGIBLE_POWER (times the other laws' factors,
         # at most 1): its share of any delta is at most that, over the half spectrum and its mirror
-        cut = 2.0 * (N // 2 + 1) * self.cut * NEGLIGIBLE_POWER
+        half = N // 2 + 1
+        cut = 2.0 * half * self.cut * NEGLIGIBLE_POWER
         band = band_of(self.spectrum, N) if spectral else None
         if band is not None:
             fp = self.amp.error_bound(N, self.k, None) + cut
             self.spectrum = None
-            curve = SpectralCurve(N // 2 + 1 - N, h, self.mu, band, N, -math.expm1(self.log_fin))
+            curve = SpectralCurve(half - N, h, self.mu, band, N, -math.expm1(self.log_fin))
             curve.fp = fp + curve.sum_error
             return curve
         composed = sfft.irfft(self.spectrum, N)
         fp = self.amp.error_bound(N, self.k, composed) + cut
         self.spectrum = None
         # circle index j holds the value j h for j <= N/2 and (j - N) h above: sorted order is a rotation
-        half = N // 2 + 1
         sorted_pmf = np.concatenate((composed[half:], composed[:half]))
         del composed
         curve = DiscreteCurve(half - N, h, self.mu, sorted_pmf, -math.expm1(self.log_fin))

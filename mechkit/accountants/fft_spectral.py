@@ -76,7 +76,8 @@ def suffix_delta(d1, ld2, idx, eps):
 
 class GridSupport:
     """What a composed curve on the arithmetic grid y_i = (first + i) step + shift, i < size, shares: the support
-    points, their count up to eps, delta from the finite part's ``delta_fin`` and the mass at +inf."""
+    points, their count up to eps, delta from the finite part's ``delta_fin`` and the mass at +inf, and epsilon's
+    checks before the curve's own search (``_epsilon_fin``)."""
 
     @property
     def y(self):
@@ -89,6 +90,17 @@ class GridSupport:
     def delta(self, eps):
         return self.inf_mass + (1.0 - self.inf_mass) * self.delta_fin(eps)
 
+    def epsilon(self, delta):
+        """Smallest eps >= 0 with delta(eps) <= delta (inf when the mass at +inf alone exceeds delta): the finite
+        part's target, 0 where delta(0) meets it, else the curve's own search from the last support point <= 0
+        (``_epsilon_fin``)."""
+        if delta <= self.inf_mass:
+            return math.inf
+        target = (delta - self.inf_mass) / (1.0 - self.inf_mass)
+        if self.delta_fin(0.0) <= target:
+            return 0.0
+        return self._epsilon_fin(target, max(int(self._count_le(0.0)) - 1, 0))
+
 
 class SpectralCurve(GridSupport):
     """A composed discrete curve from its spectrum's band (module docstring): ``delta_fin``, ``delta`` and
@@ -98,9 +110,6 @@ class SpectralCurve(GridSupport):
         self.first, self.step, self.shift = int(first), float(step), float(shift)
         self.size, self.N, self.inf_mass = int(N), int(N), inf_mass
         self.band = np.ascontiguousarray(band, dtype=complex)
-        self._setup()
-
-    def _setup(self):
         N, J = self.N, self.band.size
         self.half = N // 2 + 1
         w = np.arange(1, J)
@@ -177,34 +186,29 @@ class SpectralCurve(GridSupport):
         FFTs of length Nc; the last is 0)."""
         if self._tab is None:
             N, Nc = self.N, self.Nc
-            step = N // Nc
-            r = np.arange(1, Nc + 1) * step
+            r = np.arange(1, Nc + 1) * (N // Nc)
             L = N - r
-            out = np.zeros(Nc)
-            for which, inv in ((0, self.inv1), (1, self.inv2)):
-                coef = np.zeros(Nc // 2 + 1, dtype=complex)
-                coef[1:self.band.size] = self.rot * inv
-                wave = sfft.irfft(coef, Nc) * Nc          # 2 Re sum_w coef_w zeta^(w r) at r = m step
-                wave = np.concatenate((wave[1:], wave[:1]))  # at r = (m + 1) step, m = 0 .. Nc - 1
-                const = 2.0 * float(np.sum(coef.real))      # 2 Re sum_w coef_w (r = 0)
-                if which == 0:
-                    out += (self._y0 * L + wave - const) / N
-                else:
-                    rl = np.exp(-self.step * L)
-                    y0 = self._y0 * (-np.expm1(-self.step * L)) / self.one_minus_rho
-                    out -= self.rho * (y0 + wave - rl * const) / N
-            out[-1] = 0.0
-            self._tab = (r - 1, out)
+            wave_a, const_a = self._wave(self.inv1)
+            wave_b, const_b = self._wave(self.inv2)
+            A = (self._y0 * L + wave_a - const_a) / N
+            y0_b = self._y0 * (-np.expm1(-self.step * L)) / self.one_minus_rho
+            D = A - self.rho * (y0_b + wave_b - np.exp(-self.step * L) * const_b) / N
+            D[-1] = 0.0
+            self._tab = (r - 1, D)
         return self._tab
 
-    def epsilon(self, delta):
-        """Smallest eps >= 0 with delta(eps) <= delta (inf when the mass at +inf alone exceeds delta)."""
-        if delta <= self.inf_mass:
-            return math.inf
-        target = (delta - self.inf_mass) / (1.0 - self.inf_mass)
-        if float(self.delta_fin(0.0)) <= target:
-            return 0.0
-        lo = max(int(self._count_le(0.0)) - 1, 0)
+    def _wave(self, inv):
+        """(2 Re sum_w c_w zeta^(w r) at r = (m + 1) N / Nc for m = 0 .. Nc - 1, and its value at r = 0) for
+        c_w = Y_w zeta^(w half) inv_w: one inverse FFT of length Nc (the band is below Nc / 2)."""
+        Nc = self.Nc
+        coef = np.zeros(Nc // 2 + 1, dtype=complex)
+        coef[1:self.band.size] = self.rot * inv
+        wave = sfft.irfft(coef, Nc) * Nc
+        return np.concatenate((wave[1:], wave[:1])), 2.0 * float(np.sum(coef.real))
+
+    def _epsilon_fin(self, target, lo):
+        """``GridSupport.epsilon`` past its checks: the first support point j >= lo with D_j <= target, bracketed on
+        the table and bisected, then the crossing inside its cell."""
         if float(self._support_delta(lo)) <= target:
             hi = lo
         else:  # the first j in (lo, hi] with D_j <= target (D_lo above it; D at the last point is 0)

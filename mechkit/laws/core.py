@@ -289,9 +289,11 @@ class Law:
         def compute():
             if self._single_piece() is not None:
                 closed = memo_vector(self, tau, n) if self.closed_cgf is not None else None
-                first = (closed, None) if closed is not None else self._single_piece_pass(tau, math.nan, 1,
-                                                                                          TILT_RTOL, 1.0)
-                mean = float(first[0][1]) if first is not None else math.nan
+                if closed is not None:
+                    mean = float(closed[1])
+                else:
+                    first = self._single_piece_pass(tau, math.nan, 1, TILT_RTOL, 1.0)
+                    mean = float(first[0][1]) if first is not None else math.nan
                 got = self._single_piece_pass(tau, mean, n, QUAD_RTOL, 1.0) if math.isfinite(mean) else None
                 if got is not None and np.all(np.isfinite(got[0])) and math.isfinite(got[1]):
                     return (got[0] if closed is None else closed), float(got[1])
