@@ -61,6 +61,22 @@ def clamp_into(value: float | ArrayLike, lower: float | ArrayLike,
     return out, moved
 
 
+def reason_flags(why: list, names: tuple) -> dict:
+    """A vectorised answer's reasons as ``details`` entries: {reason: [whether it is the point's reason, per
+    point]} for the reasons among ``names`` that some point has.
+
+    Parameters
+    ----------
+    why : a reason (one of ``names``) or None per point.
+    names : the accountant's reasons, in the order its details list them.
+
+    Returns
+    -------
+    A dict of lists of booleans (empty where no point has a reason).
+    """
+    return {k: [w == k for w in why] for k in names if k in why}
+
+
 class Estimate(float):
     """A privacy answer (an epsilon or a delta): a ``float`` that carries its bounds and where it came from.
 

@@ -36,7 +36,7 @@ import numpy as np
 from scipy import optimize
 
 from ..errors import NumericalLimitError, ParameterError, check_finite_real
-from ..estimate import Estimate, EstimateArray, clamp_into
+from ..estimate import Estimate, EstimateArray, clamp_into, reason_flags
 from . import spa
 from .edgeworth_sequence import LOG_SQRT_2PI, from_signed, hermite, sequences
 
@@ -106,12 +106,6 @@ def _reliable(a, b):
     return bool(a > 0 and b > 0 and abs(a - b) <= RELIABLE * max(a, b))
 
 
-def _reasons(why):
-    """{reason: [whether it is the point's reason, per point]} for the reasons some point has (``why``: a reason
-    or None per point)."""
-    return {k: [w == k for w in why] for k in REASONS if k in why}
-
-
 def _quality(lo, up, value):
     if lo <= 0.0 and up >= 1.0:
         return "vacuous"
@@ -141,8 +135,8 @@ def _plain_delta(items, eps, order):
     ok = agree & ~moved
     ok[ok] = _confirmed(items, eps[ok], est[ok], order)
     details["reliable"] = ok.tolist()
-    details.update(_reasons([None if m or k else "not_confirmed" if a else "orders_disagree"
-                             for k, a, m in zip(ok, agree, moved)]))
+    details.update(reason_flags([None if m or k else "not_confirmed" if a else "orders_disagree"
+                                 for k, a, m in zip(ok, agree, moved)], REASONS))
     return EstimateArray(est, lo, up, "edgeworth", True, details)
 
 
@@ -381,8 +375,8 @@ def _tilted_delta(items, eps, order):
     details["clamped"] = moved.tolist()
     agree = [_reliable(a, b) for a, b in zip(val, other)]
     details["reliable"] = [a and g and not m for a, g, m in zip(agree, regimes, moved)]
-    details.update(_reasons([None if m or (a and g) else "out_of_regime" if not g else "orders_disagree"
-                             for a, g, m in zip(agree, regimes, moved)]))
+    details.update(reason_flags([None if m or (a and g) else "out_of_regime" if not g else "orders_disagree"
+                                 for a, g, m in zip(agree, regimes, moved)], REASONS))
     return EstimateArray(val, lo, up, "edgeworth", True, details)
 
 

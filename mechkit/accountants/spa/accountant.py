@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import NumericalLimitError, check_finite_real
-from ...estimate import Estimate, EstimateArray, clamp_into
+from ...estimate import Estimate, EstimateArray, clamp_into, reason_flags
 from .bounds import (POLISH_ERRORS, POLISH_MARGIN, below_at_guess, certified_below, certified_bounds, node_log_upper,
                      upper_at_tilt_of)
 from .formulas import (
@@ -81,7 +81,7 @@ def _with_inf_masses(dirs, rows):
                                          for j2, r in enumerate(rows))
                            for i, (j, m) in enumerate(zip(lead, moved))]
     details["clamped"] = moved.tolist()
-    details.update(_reasons(_merged_reasons(rows, lead, details["reliable"], moved)))
+    details.update(reason_flags(_merged_reasons(rows, lead, details["reliable"], moved), REASONS))
     details["inf_mass"] = {dirn.direction: m for dirn, m in zip(dirs, masses)}
     return EstimateArray(val, lo, up, "spa", True, details)
 
@@ -132,7 +132,8 @@ def _delta(dirs, eps, order, variant):
     details["saddle_points"] = ts
     details["reliable"] = [bool(r) and not m for r, m in zip(rel, moved)]
     details["clamped"] = moved.tolist()
-    details.update(_reasons([None if m else w for w, m in zip(why, moved)]))  # (clamped: as an epsilon query)
+    # (a clamped point names no reason: as an epsilon query)
+    details.update(reason_flags([None if m else w for w, m in zip(why, moved)], REASONS))
     return EstimateArray(val, np.array(lo), np.array(up), "spa", True, details)
 
 
@@ -155,12 +156,6 @@ def _merged_reasons(rows, lead, rel, moved):
         else:
             why.append(next((k for k in REASONS if k in own and own[k][i]), None))
     return why
-
-
-def _reasons(why):
-    """{reason: [whether it is the point's reason, per point]} for the reasons some point of a delta query has
-    (``why``: a reason or None per point)."""
-    return {k: [w == k for w in why] for k in REASONS if k in why}
 
 
 #: ``in_regime``: the expansions need at least this many comparable non-Gaussian summands in the tilted sum
