@@ -4,6 +4,7 @@ other, and each "reliable" flag against a narrow FFT interval.
     python benchmarks/crosscheck.py                    # 300 s, seed 1
     python benchmarks/crosscheck.py --seconds 60 --seed 7
     python benchmarks/crosscheck.py --quick            # 30 s
+    python benchmarks/crosscheck.py --user             # with mechanisms written as densities (``user_kinds``)
 
 Each draw composes one to three mechanisms (``KINDS``: Gaussian, Laplace, discrete Laplace and Gaussian, k-ary
 randomized response, Poisson-subsampled Gaussian and Laplace, a two-component Gaussian mixture, and under replace-one
@@ -70,6 +71,36 @@ def kinds(mk):
                                                          relation="replace_one"),
         "swor_gaussian_r1": lambda r: mk.subsample(mk.gaussian(sigma=r.uniform(0.8, 3)), r.choice([0.01, 0.05]),
                                                    scheme="without_replacement", relation="replace_one"),
+    }
+
+
+def user_kinds(mk):
+    """``--user``: mechanisms written as densities (derived on first use, cached): the README's logistic, a Laplace
+    truncated to [c - A, c + A] and shifted by 1, a two-bump Laplace mixture, a triangle shifted by s, and a
+    generalized Gaussian with the float exponent 1.5 (the "any density" issue's defect 2)."""
+    import sympy as sp
+    x = sp.Symbol("x", real=True)
+    A, b, s = (sp.Symbol(n, positive=True) for n in ("A", "b", "s"))
+
+    def tlap(c):
+        return sp.Piecewise((sp.exp(-sp.Abs(x - c) / b) / (2 * b * (1 - sp.exp(-A / b))), (x >= c - A) & (x <= c + A)),
+                            (0, True))
+    logistic = mk.Mechanism.from_densities(sp.exp(-x / b) / (b * (1 + sp.exp(-x / b)) ** 2),
+                                           sp.exp(-(x - 1) / b) / (b * (1 + sp.exp(-(x - 1) / b)) ** 2), x,
+                                           name="logistic")
+    truncated = mk.Mechanism.from_densities(tlap(1), tlap(0), x, name="truncated_laplace_shift")
+    mixture = mk.Mechanism.from_densities((sp.exp(-sp.Abs(x - 1)) + sp.exp(-sp.Abs(x - 3))) / 4,
+                                          (sp.exp(-sp.Abs(x)) + sp.exp(-sp.Abs(x - 2))) / 4, x, name="laplace_mixture")
+    triangle = mk.Mechanism.from_densities(sp.Max(0, 1 - sp.Abs(x - s)), sp.Max(0, 1 - sp.Abs(x)), x, name="triangle")
+    c = 2 * sp.gamma(sp.Rational(5, 3))
+    gg = mk.Mechanism.from_densities(sp.exp(-sp.Abs(x) ** 1.5) / c, sp.exp(-sp.Abs(x - 1) ** 1.5) / c, x,
+                                     name="gg_float")
+    return {
+        "user_logistic": lambda r: logistic(b=r.uniform(0.5, 10)),
+        "user_truncated_laplace": lambda r: truncated(A=r.uniform(1.5, 6), b=r.uniform(0.5, 5)),
+        "user_laplace_mixture": lambda r: mixture(),
+        "user_triangle": lambda r: triangle(s=r.uniform(0.05, 0.9)),
+        "user_gg_float": lambda r: gg(),
     }
 
 
@@ -149,11 +180,14 @@ def main(argv=None):
     ap = arg_parser(__doc__, "crosscheck", "30 s instead of --seconds")
     ap.add_argument("--seconds", type=float, default=300.0, help="how long to draw (default 300)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--user", action="store_true", help="also mechanisms written as densities (user_kinds)")
     args = ap.parse_args(argv)
     import mechkit as mk
     seconds = 30.0 if args.quick else args.seconds
     rng = random.Random(args.seed)
     table = kinds(mk)
+    if args.user:
+        table.update(user_kinds(mk))
     methods = list(EPSILON_METHODS) + [m + " (delta)" for m in DELTA_METHODS] + ["fft (reference)"] + \
         [n for n, _ in RELIABLE]
     stats = {m: {"answers": 0, "refused": 0, "reliable": 0, "off": 0, "narrow": 0} for m in methods}
@@ -178,7 +212,7 @@ def main(argv=None):
     print(render(rows, ["method", "answers", "refused", "reliable (the reference: narrow)", "reliable, off"]))
     for f in found[:20]:
         print(json.dumps(f, default=str))
-    out = {"seed": args.seed, "seconds": elapsed, "compositions": n, "stats": stats, "found": found,
+    out = {"seed": args.seed, "user": args.user, "seconds": elapsed, "compositions": n, "stats": stats, "found": found,
            "versions": versions(), "machine": platform.platform()}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1, default=str))
