@@ -31,6 +31,23 @@ def warm_composition(mk):
     return mk.compose((mk.subsample(mk.gaussian(sigma=1.7), 0.01), 50))
 
 
+_README_LOGISTIC = {}
+
+
+def readme_logistic(mk):
+    """README.md's user-defined logistic family, spelled as the README spells it (derived once per process; its
+    mechanisms are bound fresh)."""
+    if "f" not in _README_LOGISTIC:
+        import sympy as sp
+        x = sp.Symbol("x", real=True)
+        b = sp.Symbol("b", positive=True)
+        _README_LOGISTIC["f"] = mk.Mechanism.from_densities(
+            p=sp.exp(-x / b) / (b * (1 + sp.exp(-x / b)) ** 2),
+            q=sp.exp(-(x - 1) / b) / (b * (1 + sp.exp(-(x - 1) / b)) ** 2),
+            var=x, name="logistic")
+    return _README_LOGISTIC["f"]
+
+
 def versions(packages=("mechkit", "numpy", "scipy", "numba", "prv-accountant", "dp-accounting")):
     """{package: installed version or None}."""
     out = {}

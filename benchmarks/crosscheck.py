@@ -6,7 +6,7 @@ other, and each "reliable" flag against a narrow FFT interval.
     python benchmarks/crosscheck.py --quick            # 30 s
     python benchmarks/crosscheck.py --user             # with mechanisms written as densities (``user_kinds``)
 
-Each draw composes one to three mechanisms (``KINDS``: Gaussian, Laplace, discrete Laplace and Gaussian, k-ary
+Each draw composes one to three mechanisms (``kinds``: Gaussian, Laplace, discrete Laplace and Gaussian, k-ary
 randomized response, Poisson-subsampled Gaussian and Laplace, a two-component Gaussian mixture, and under replace-one
 neighbours the Gaussian, the Poisson-subsampled Gaussian and the Gaussian sampled without replacement), each run 1 to
 1000 times under one neighbouring relation (draws that mix relations are refused by ``compose`` and skipped), and asks:
@@ -36,7 +36,7 @@ import time
 import warnings
 from pathlib import Path
 
-from _common import arg_parser, render, versions
+from _common import arg_parser, readme_logistic, render, versions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -55,7 +55,7 @@ TOUCH = 1e-9
 
 
 def kinds(mk):
-    """{name: draw(rng) -> mechanism}; the names ending in "_r1" (and "swor") are for replace-one neighbours."""
+    """{name: draw(rng) -> mechanism}; the names ending in "_r1" are mechanisms for replace-one neighbours."""
     return {
         "gaussian": lambda r: mk.gaussian(sigma=r.uniform(0.5, 20)),
         "laplace": lambda r: mk.laplace(scale=r.uniform(1, 50)),
@@ -85,9 +85,7 @@ def user_kinds(mk):
     def tlap(c):
         return sp.Piecewise((sp.exp(-sp.Abs(x - c) / b) / (2 * b * (1 - sp.exp(-A / b))), (x >= c - A) & (x <= c + A)),
                             (0, True))
-    logistic = mk.Mechanism.from_densities(sp.exp(-x / b) / (b * (1 + sp.exp(-x / b)) ** 2),
-                                           sp.exp(-(x - 1) / b) / (b * (1 + sp.exp(-(x - 1) / b)) ** 2), x,
-                                           name="logistic")
+    logistic = readme_logistic(mk)
     truncated = mk.Mechanism.from_densities(tlap(1), tlap(0), x, name="truncated_laplace_shift")
     mixture = mk.Mechanism.from_densities((sp.exp(-sp.Abs(x - 1)) + sp.exp(-sp.Abs(x - 3))) / 4,
                                           (sp.exp(-sp.Abs(x)) + sp.exp(-sp.Abs(x - 2))) / 4, x, name="laplace_mixture")
@@ -146,7 +144,7 @@ def draw(mk, rng, table):
     return run, [[n, c, repr(m)] for n, (m, c) in zip(names, items)]
 
 
-def check_one(mk, run, desc, rng, stats, found):
+def check_one(run, desc, rng, stats, found):
     """Part 1 and part 2 of the module docstring for one composition."""
     delta = rng.choice(DELTAS)
     what = {"composition": desc, "delta": delta}
@@ -176,6 +174,15 @@ def check_one(mk, run, desc, rng, stats, found):
                           "reference": [lo, val, up], "relative_error": err})
 
 
+def _cells(method, s):
+    """The table's last two columns: the reference's narrow count, a flag's reliable and off counts, else "-"."""
+    if method == "fft (reference)":
+        return [str(s["narrow"]), "-"]
+    if method in dict(RELIABLE):
+        return [str(s["reliable"]), str(s["off"])]
+    return ["-", "-"]
+
+
 def main(argv=None):
     ap = arg_parser(__doc__, "crosscheck", "30 s instead of --seconds")
     ap.add_argument("--seconds", type=float, default=300.0, help="how long to draw (default 300)")
@@ -199,16 +206,14 @@ def main(argv=None):
         while time.perf_counter() - t0 < seconds:
             got = draw(mk, rng, table)
             if got is not None:
-                check_one(mk, *got, rng, stats, found)
+                check_one(*got, rng, stats, found)
                 n += 1
     elapsed = time.perf_counter() - t0
     kinds_found = {}
     for f in found:
         kinds_found[f["kind"]] = kinds_found.get(f["kind"], 0) + 1
     print(f"{n} compositions in {elapsed:.0f} s (seed {args.seed}); findings: {kinds_found or 'none'}")
-    rows = [[m, str(s["answers"]), str(s["refused"]), str(s["narrow"]) if m == "fft (reference)" else
-             str(s["reliable"]) if m in dict(RELIABLE) else "-", str(s["off"]) if m in dict(RELIABLE) else "-"]
-            for m, s in stats.items()]
+    rows = [[m, str(s["answers"]), str(s["refused"]), *_cells(m, s)] for m, s in stats.items()]
     print(render(rows, ["method", "answers", "refused", "reliable (the reference: narrow)", "reliable, off"]))
     for f in found[:20]:
         print(json.dumps(f, default=str))

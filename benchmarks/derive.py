@@ -45,6 +45,8 @@ import traceback
 from importlib import metadata
 from pathlib import Path
 
+from _common import readme_logistic
+
 ROOT = Path(__file__).resolve().parent.parent
 PARAMS = {"gaussian": {"sigma": 1.0}, "laplace": {"scale": 1.0}, "randomized_response": {"epsilon": 1.0},
           "discrete_laplace": {"scale": 2.0}, "discrete_gaussian": {"sigma": 3.0},
@@ -61,12 +63,7 @@ def build_family(mk, name):
     if name == "subsampled_gaussian":
         return mk.subsampled_family(mk.catalog("gaussian").family)
     if name == "logistic":
-        import sympy as sp
-        x = sp.Symbol("x", real=True)
-        b = sp.Symbol("b", positive=True)
-        return mk.Mechanism.from_densities(
-            p=sp.exp(-x / b) / (b * (1 + sp.exp(-x / b)) ** 2),
-            q=sp.exp(-(x - 1) / b) / (b * (1 + sp.exp(-(x - 1) / b)) ** 2), var=x, name="logistic")
+        return readme_logistic(mk)
     return mk.catalog(name).family
 
 

@@ -74,7 +74,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))  # mechkit from this source tree, as the other benchmark scripts
 
-from _common import arg_parser  # noqa: E402
+from _common import arg_parser, readme_logistic  # noqa: E402
 
 FIELDS = ("value", "lower", "upper")
 QUICK_HELP = "about 10 settings only (smoke run)"
@@ -91,20 +91,6 @@ class Setting:
         return f"Setting({self.id!r})"
 
 
-_LOGISTIC = {}
-
-
-def logistic_family(mk):
-    """README.md's user-defined logistic family (derived once per process; its mechanisms are bound fresh)."""
-    if "f" not in _LOGISTIC:
-        import sympy as sp
-        x = sp.Symbol("x", real=True)
-        b = sp.Symbol("b", positive=True)
-        _LOGISTIC["f"] = mk.Mechanism.from_densities(
-            p=sp.exp(-x / b) / (b * (1 + sp.exp(-x / b)) ** 2),
-            q=sp.exp(-(x - 1) / b) / (b * (1 + sp.exp(-(x - 1) / b)) ** 2),
-            var=x, name="logistic")
-    return _LOGISTIC["f"]
 
 
 #: compositions by id: a function of mk giving the (mechanism, count) items, built fresh on every call
@@ -126,10 +112,10 @@ COMPOSITIONS = {
     "dl-b5-k100": lambda mk: [(mk.discrete_laplace(5.0), 100)],
     "slap-b1-q0.05-k500": lambda mk: [(mk.subsample(mk.laplace(1.0), 0.05), 500)],
     "srr-e1-q0.05-k1e3": lambda mk: [(mk.subsample(mk.randomized_response(1.0), 0.05), 1000)],
-    "logistic-b5-k100": lambda mk: [(logistic_family(mk)(b=5.0), 100)],
+    "logistic-b5-k100": lambda mk: [(readme_logistic(mk)(b=5.0), 100)],
     # a heterogeneous mix (README.md's example plus the discrete and binary mechanisms)
     "mix": lambda mk: [(mk.subsample(mk.gaussian(0.8), 0.01), 1000), (mk.laplace(20.0), 50),
-                       (logistic_family(mk)(b=5.0), 1), (mk.randomized_response(0.2), 10),
+                       (readme_logistic(mk)(b=5.0), 1), (mk.randomized_response(0.2), 10),
                        (mk.discrete_gaussian(20.0), 20)],
 }
 
@@ -215,7 +201,7 @@ def _compose_setting(comp, method, query, arg, options, quick):
 
 def _oneshot_settings():
     def logistic(mk):
-        return logistic_family(mk)(b=2.0)
+        return readme_logistic(mk)(b=2.0)
     out = [
         # README.md's example (b = 2: the loss lies in [-1/2, 1/2], so logsf and delta are asked inside it)
         ("oneshot/logistic-b2/remove.cdf@0.1", lambda mk: logistic(mk).remove.cdf(0.1), True),
