@@ -10,16 +10,16 @@ import math
 from collections import OrderedDict
 
 import numpy as np
-from scipy.special import erfcx, ndtr
 
 from ..errors import NumericalLimitError
 from ..relations import DIRECTIONS
+from . import edgeworth_compiled as _ec
 from .chernoff import ChernoffLines
 
 #: allowance for the quadrature error of the derived cumulants: relative on the uniform bound, absolute
 #: on a probability, relative on a CGF value (the CGFs are accurate to about 1e-13)
 BOUND_SLACK_REL, PROB_SLACK, CGF_SLACK = 1e-6, 1e-12, 1e-9
-LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+LOG_SQRT_2PI = _ec.LOG_SQRT_2PI
 _CACHE_SIZE = 16
 
 
@@ -30,61 +30,6 @@ def hermite(z, n):
     for k in range(1, n):
         he.append(z * he[k] - k * he[k - 1])
     return he
-
-
-def _cdf_correction(z, g3, g4, g5, order):
-    """h with E_order(z) = Phi(z) - phi(z) h(z) (notes.md 3.4; g_r the standardised cumulants of the sum)."""
-    h = np.zeros_like(z)
-    if order == 0:
-        return h
-    he = hermite(z, (2, 5, 8)[order - 1])  # the polynomials this order uses
-    h = h + g3 / 6.0 * he[2]
-    if order >= 2:
-        h = h + g4 / 24.0 * he[3] + g3 * g3 / 72.0 * he[5]
-    if order >= 3:
-        h = h + g5 / 120.0 * he[4] + g3 * g4 / 144.0 * he[6] + g3 ** 3 / 1296.0 * he[8]
-    return h
-
-
-def _signed_log_sf(z, h):
-    """(log |sf|, sign) of the expansion's survival function Q(z) + phi(z) h(z).
-
-    Above the mean it is phi(z) [R(z) + h(z)], R(z) = sqrt(pi/2) erfcx(z/sqrt 2) the Mills ratio, so the
-    tail keeps its relative accuracy; below it, Q(z) >= 1/2 is summed directly.
-    """
-    z = np.asarray(z, float)
-    if z.shape == (1,):
-        return _signed_log_sf_point(z[0], h[0])
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        upper = z > 0
-        inner = np.where(upper, math.sqrt(math.pi / 2.0) * erfcx(np.where(upper, z, 0.0) / math.sqrt(2.0)) + h, 0.0)
-        direct = np.where(upper, 0.0, ndtr(-z) + np.exp(-0.5 * z * z - LOG_SQRT_2PI) * h)
-        val = np.where(upper, inner, direct)
-        logmag = np.where(upper, -0.5 * z * z - LOG_SQRT_2PI + np.log(np.abs(inner)), np.log(np.abs(direct)))
-    return logmag, np.sign(val)
-
-
-def _signed_log_sf_point(z, h):
-    """``_signed_log_sf`` at one point (the epsilon query's root searches): only the branch it needs, NumPy's
-    ufuncs on float64 scalars (the same floats as on arrays; math's exp and log differ in the last bit)."""
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        if z > 0:
-            val = math.sqrt(math.pi / 2.0) * erfcx(z / math.sqrt(2.0)) + h
-            logmag = -0.5 * z * z - LOG_SQRT_2PI + np.log(np.abs(val))
-        else:
-            val = ndtr(-z) + np.exp(-0.5 * z * z - LOG_SQRT_2PI) * h
-            logmag = np.log(np.abs(val))
-    return np.array([logmag]), np.array([np.sign(val)])
-
-
-def _signed_diff(la, sa, lb, sb):
-    """(log |d|, sign) of d = sa e^la - sb e^lb."""
-    m = np.maximum(la, lb)
-    safe = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(over="ignore", invalid="ignore"):
-        d = sa * np.exp(la - safe) - sb * np.exp(lb - safe)
-    with np.errstate(divide="ignore"):
-        return np.where(np.isfinite(m), safe + np.log(np.abs(d)), -np.inf), np.sign(d)
 
 
 def from_signed(logmag, sign):
@@ -117,6 +62,7 @@ class Side:
                                       "no Edgeworth expansion of a constant; use method='fft' or 'spa'")
         self.mean, self.sd = float(self.kappa[0]), math.sqrt(s2)
         self.g = {r: float(self.kappa[r - 1]) / s2 ** (r / 2.0) for r in (3, 4, 5)}
+        self.params = np.array([self.mean, self.sd, self.g[3], self.g[4], self.g[5]])  # the compiled expansion's
         self._vecs = vecs
         self._delta = None
 
@@ -141,8 +87,10 @@ class Side:
         return self._delta
 
     def signed_log_sf(self, x, order):
-        z = (np.asarray(x, float) - self.mean) / self.sd
-        return _signed_log_sf(z, _cdf_correction(z, self.g[3], self.g[4], self.g[5], order))
+        """(log |sf|, sign) of the order-``order`` expansion's survival function at each x (``edgeworth_compiled``)."""
+        x = np.asarray(x, float)
+        lm, sg = _ec.side_log_sf(np.ascontiguousarray(x).reshape(-1), *self.params, order)
+        return lm.reshape(x.shape), sg.reshape(x.shape)
 
 
 class Sequence:
@@ -190,16 +138,12 @@ class Sequence:
         return self.lines().bound(name, np.asarray(x, float), covered)
 
     def aea(self, eps, order):
-        """(log |delta|, sign) of the AEA of this sequence."""
-        ly, sy = self.Y.signed_log_sf(eps, order)
-        lx, sx = self.X.signed_log_sf(eps, order)
-        ld, sd = _signed_diff(ly + self.log_mass["Y"], sy, lx + self.log_mass["X"] + eps, sx)
-        beyond = eps >= self.sup
-        ld, sd = np.where(beyond, -np.inf, ld), np.where(beyond, 0.0, sd)
-        if self.inf_mass > 0.0:
-            with np.errstate(divide="ignore"):
-                ld, sd = _signed_diff(np.full(ld.shape, math.log(self.inf_mass)), 1.0, ld, -sd)
-        return ld, sd
+        """(log |delta|, sign) of the AEA of this sequence (``edgeworth_compiled.aea``)."""
+        eps = np.asarray(eps, float)
+        log_inf = math.log(self.inf_mass) if self.inf_mass > 0.0 else -math.inf
+        ld, sd = _ec.aea(np.ascontiguousarray(eps).reshape(-1), self.Y.params, self.X.params, self.log_mass["Y"],
+                         self.log_mass["X"], float(self.sup), log_inf, order)
+        return ld.reshape(eps.shape), sd.reshape(eps.shape)
 
     def bounds(self, eps, lower=True, upper=True, target=None):
         """EEAI lower and upper delta, with the Chernoff caps (notes.md 3.5, 3.6): (lo, up), None for the one not

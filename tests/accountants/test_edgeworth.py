@@ -419,16 +419,61 @@ def test_moments_against_quadrature_in_the_gaussian_coordinate(p, sigma):
         assert plrv.tilted_abs3(0.0, power=1) == pytest.approx(mad, rel=1e-9, abs=0)
 
 
-@settings(max_examples=10 * settings.default.max_examples)  # cheap; a last-bit difference needs many values to show
-@given(st.lists(st.tuples(st.floats(-40.0, 40.0), st.floats(-3.0, 3.0)), min_size=2, max_size=60))
-def test_one_point_tail_is_the_same_floats_as_in_an_array(pts):
-    # the root searches evaluate one point at a time on their own path (the branch the point needs, NumPy scalars)
-    z = np.array([p for p, _ in pts] + [0.0])  # z = 0 exactly: the lower branch
-    h = np.array([q for _, q in pts] + [0.5])
-    logmag, sign = es._signed_log_sf(z, h)
-    for i in range(z.size):
-        one = es._signed_log_sf(z[i:i + 1], h[i:i + 1])
-        assert np.array_equal(one[0], logmag[i:i + 1]) and np.array_equal(one[1], sign[i:i + 1]), (z[i], h[i])
+def _mp_expansion_sf(z, g3, g4, g5, order):
+    """Q(z) + phi(z) h(z) of the order-``order`` expansion (notes.md 3.4), in mpmath at 40 digits, with h from the
+    Hermite polynomials' closed forms (not the recurrence the kernel uses)."""
+    import mpmath as mp
+    with mp.workdps(40):
+        z = mp.mpf(z)
+        he = [mp.hermite(k, z / mp.sqrt(2)) / mp.sqrt(2) ** k for k in range(9)]  # He_k(z) from H_k
+        h = mp.mpf(0)
+        if order >= 1:
+            h += mp.mpf(g3) / 6 * he[2]
+        if order >= 2:
+            h += mp.mpf(g4) / 24 * he[3] + mp.mpf(g3) ** 2 / 72 * he[5]
+        if order >= 3:
+            h += mp.mpf(g5) / 120 * he[4] + mp.mpf(g3) * g4 / 144 * he[6] + mp.mpf(g3) ** 3 / 1296 * he[8]
+        q, phi = mp.erfc(z / mp.sqrt(2)) / 2, mp.npdf(z)
+        return q + phi * h, q + phi * abs(h)  # the value and the scale its rounding is relative to
+
+
+@settings(max_examples=3 * settings.default.max_examples)  # cheap: each example is 9 points of one kernel call
+@given(st.lists(st.floats(-12.0, 38.0), min_size=1, max_size=9), st.floats(-1.0, 1.0), st.floats(-1.0, 2.0),
+       st.floats(-1.0, 1.0), st.sampled_from([0, 1, 2, 3]))
+def test_compiled_expansion_tail_against_mpmath(xs, g3, g4, g5, order):
+    # the survival function in (log |sf|, sign), deep into the tail (z up to 38: sf ~ 1e-316) and through the
+    # Mills-ratio branch's switch at z = 25, on an array of points: a sequence of mean 1 and sd 0.5 (z = 2 x - 2)
+    import mpmath as mp
+    from mechkit.accountants import edgeworth_compiled as ec
+    x = np.array([(z + 2.0) / 2.0 for z in xs])
+    logmag, sign = ec.side_log_sf(x, 1.0, 0.5, g3, g4, g5, order)
+    for i, xi in enumerate(x):
+        z = (xi - 1.0) / 0.5
+        want, scale = _mp_expansion_sf(z, g3, g4, g5, order)
+        ratio = float(scale / abs(want)) if want != 0 else math.inf
+        if ratio > 1e9:  # cancelled to below the kernel's rounding: only its size is checked
+            assert logmag[i] <= float(mp.log(scale)) - 18.0, (z, logmag[i], want)
+            continue
+        event(f"z {'> 25' if z > 25 else '> 0' if z > 0 else '<= 0'}")
+        assert sign[i] == (1.0 if want > 0 else -1.0), (z, want)
+        assert logmag[i] == pytest.approx(float(mp.log(abs(want))), rel=0, abs=1e-12 * ratio + 1e-13), (z, want)
+
+
+def test_compiled_aea_against_mpmath():
+    # a direction's AEA delta m_Y sf_Y(eps) - e^eps m_X sf_X(eps) with a mass at +inf, and 0 beyond the largest loss
+    from mechkit.accountants import edgeworth_compiled as ec
+    import mpmath as mp
+    y, x = np.array([0.3, 1.1, 0.4, 0.2, -0.1]), np.array([-0.2, 0.9, -0.3, 0.3, 0.1])
+    lmy, lmx, log_inf = math.log(0.99), math.log(0.995), math.log(1e-9)
+    eps = np.array([0.0, 0.5, 2.0, 4.0, 6.0, 9.5, 10.0, 11.0])
+    ld, sd = ec.aea(eps, y, x, lmy, lmx, 10.0, log_inf, 2)
+    for e, a, s in zip(eps, ld, sd):
+        want = mp.mpf(1e-9)
+        if e < 10.0:
+            vy, _ = _mp_expansion_sf((e - y[0]) / y[1], *y[2:], 2)
+            vx, _ = _mp_expansion_sf((e - x[0]) / x[1], *x[2:], 2)
+            want += mp.e ** lmy * vy - mp.e ** (lmx + e) * vx
+        assert s * math.exp(a) == pytest.approx(float(want), rel=1e-11, abs=1e-300), e
 
 
 def test_absolute_central_moments_of_a_two_point_loss_are_exact():
