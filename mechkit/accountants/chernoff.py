@@ -43,23 +43,28 @@ _SIGN = {"Y": -1.0, "X": -1.0, "Ylow": 1.0, "hs": -1.0}
 _FIRST = np.zeros(1, dtype=np.intp)  # the region of a single point
 
 
+#: ``_first_rising``'s steps away from its guess: 1, 1, 2, 3, ... (most guesses are the answer or its neighbour, where
+#: a second unit step saves the value a step of 2 would ask beyond it)
+_STEPS = (1, 1)
+
+
 def _first_rising(rising, n, guess):
     """The first index i in [0, n) with rising(i) (rising(n - 1) is true; rising is false, then true): steps of
-    1, 2, 3, ... from ``guess`` (a good guess is a few indices off: doubling steps would overshoot into tilts
+    1, 1, 2, 3, ... from ``guess`` (a good guess is a few indices off: doubling steps would overshoot into tilts
     no bound needs, each a CGF quadrature), then bisection."""
     i = min(max(guess, 0), n - 1)
-    step = 1
+    k = 0
     if rising(i):
         hi, lo = i, i - 1
         while lo >= 0 and rising(lo):
-            hi, step = lo, step + 1
-            lo = hi - step
+            hi, k = lo, k + 1
+            lo = hi - (_STEPS[k] if k < len(_STEPS) else k)
         lo = max(lo, -1)
     else:
         lo, hi = i, i + 1
         while hi < n - 1 and not rising(hi):
-            lo, step = hi, step + 1
-            hi = lo + step
+            lo, k = hi, k + 1
+            hi = lo + (_STEPS[k] if k < len(_STEPS) else k)
         hi = min(hi, n - 1)
     return _bisect(rising, lo, hi)
 

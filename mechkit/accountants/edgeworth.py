@@ -153,8 +153,10 @@ def _confirmed(items, eps, deltas, order):
     if not pos.any():
         return out
     e = eps[pos]
+    # the saddle searches start from the Gaussian model of the sums' moments at hand (no passes at tilt 0)
+    moments = {s.direction: (s.Y.mean, s.Y.sd ** 2) for s in sequences(items)}
     try:
-        tilted = _tilted_delta(items, e, order)
+        tilted = _tilted_delta(items, e, order, moments)
     except NumericalLimitError:
         return out
     # d log delta / d eps = -t at the saddle point t (the SP-CLT envelope), so the band in log delta is t eps
@@ -334,7 +336,9 @@ def _tilted_at(dirn, t, eps, order, exact=None):
     return _tilted_log_delta(vec, t, eps, order)
 
 
-def _tilted_delta(items, eps, order):
+def _tilted_delta(items, eps, order, moments=None):
+    """The tilted expansion's delta at each eps (an ``EstimateArray``); ``moments``: direction -> (K'(0), K''(0)) of
+    its sum where the caller has them (the saddle searches' first guesses)."""
     dirs = spa.directions(items)
     rows, fell, regimes, tilts = [], [], [], []
     for e in eps:
@@ -344,7 +348,7 @@ def _tilted_delta(items, eps, order):
             # the SPA composes a direction's finite part; its mass at +inf is added (log(A + delta_fin))
             la = math.log(dirn.inf_mass) if dirn.inf_mass > 0.0 else -math.inf
             try:
-                t = dirn.saddle(float(e))
+                t = dirn.saddle(float(e), moments=None if moments is None else moments.get(dirn.direction))
             except spa.ZeroDelta:
                 best = np.maximum(best, la)
                 continue

@@ -115,7 +115,11 @@ class Sequence:
         self._lines = None
 
     def K(self, tau):
-        """K_Y(tau) of the sum (inf outside the domain), with a quadrature allowance added."""
+        """K_Y(tau) of the sum (inf outside the domain), with a quadrature allowance added; at tau = 0 the log mass
+        l_Y itself (no quadrature: the lines' tilt 1 of ``"X"`` asks for it)."""
+        if tau == 0.0:
+            tot = self.log_mass["Y"]
+            return tot + CGF_SLACK * (1.0 + abs(tot))
         tot = 0.0
         for plrv, c in self.parts:
             v = plrv.cgf_unchecked(tau)

@@ -333,10 +333,10 @@ class _Direction:
             self._m0 = (float(v0[0]), float(v0[1]))
         return self._m0
 
-    def gaussian_tilt(self, eps):
+    def gaussian_tilt(self, eps, moments=None):
         """log of the saddle point of eps under a Gaussian model of K (K'(0), K''(0)); None where the moments at 0
-        do not give one."""
-        m1, var = self._moments0()
+        do not give one.  ``moments``: (K'(0), K''(0)) where the caller has them (no quadrature here then)."""
+        m1, var = self._moments0() if moments is None else moments
         if not (math.isfinite(m1) and math.isfinite(var) and var > 0):
             return None
         lo, hi = math.log(T_MIN), math.log(T_MAX)
@@ -349,10 +349,10 @@ class _Direction:
                 hi = mid
         return 0.5 * (lo + hi)
 
-    def _guess(self, eps):
-        """A first tilt for the saddle point of eps: where a Gaussian model of K (K'(0), K''(0)) puts it, if that
-        is inside the domain, else the start tilt."""
-        u = self.gaussian_tilt(eps)
+    def _guess(self, eps, moments=None):
+        """A first tilt for the saddle point of eps: where a Gaussian model of K (K'(0), K''(0); ``moments`` where
+        the caller has them) puts it, if that is inside the domain, else the start tilt."""
+        u = self.gaussian_tilt(eps, moments)
         if u is not None:
             t = math.exp(math.floor(u / H_NODE) * H_NODE)  # a node: see _solve_t
             if T_MIN < t < 0.5 * T_MAX and self.finite(t):
@@ -491,11 +491,12 @@ class _Direction:
         vec = self.vector(t) if vec is None else vec
         return vec[1] - 1.0 / t - 1.0 / (1.0 + t)
 
-    def saddle(self, eps, t0=None):
+    def saddle(self, eps, t0=None, moments=None):
         """t0 with K'(t0) = eps + 1/t0 + 1/(1+t0), by bracketed bisection in log t polished by Newton steps
-        (from the tilt ``t0`` where given and finite, e.g. a nearby saddle point, else the Gaussian-model guess)."""
+        (from the tilt ``t0`` where given and finite, e.g. a nearby saddle point, else the Gaussian-model guess, from
+        ``moments`` (K'(0), K''(0)) where the caller has them)."""
         lo, hi = None, None
-        t = t0 if t0 is not None and T_MIN < t0 < 0.5 * T_MAX and self.finite(t0) else self._guess(eps)
+        t = t0 if t0 is not None and T_MIN < t0 < 0.5 * T_MAX and self.finite(t0) else self._guess(eps, moments)
         vec = self.vector(t)
         if self.eps_of(t, vec) < eps:
             lo = t
