@@ -113,6 +113,11 @@ class ChernoffLines:
             got = self._memo[tau] = self._K(tau)
         return got
 
+    def known(self):
+        """(tilts, K values) of the grid's positive tilts whose CGF values are at hand and finite (ascending)."""
+        pairs = sorted((t, k) for t, k in self._memo.items() if t > 0.0 and math.isfinite(k))
+        return [t for t, _ in pairs], [k for _, k in pairs]
+
     def intercept(self, name, i):
         """a_i of the named line (inf where K is)."""
         a = self._k(float(ARGS[name][i])) - self._shift[name]

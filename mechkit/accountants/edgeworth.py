@@ -37,7 +37,7 @@ from scipy import optimize
 
 from ..errors import NumericalLimitError, ParameterError, check_finite_real
 from ..estimate import Estimate, EstimateArray, clamp_into, reason_flags
-from . import spa
+from . import chernoff, spa
 from .edgeworth_sequence import LOG_SQRT_2PI, from_signed, hermite, sequences
 
 ORDERS = (0, 1, 2, 3)
@@ -153,10 +153,8 @@ def _confirmed(items, eps, deltas, order):
     if not pos.any():
         return out
     e = eps[pos]
-    # the saddle searches start from the Gaussian model of the sums' moments at hand (no passes at tilt 0)
-    moments = {s.direction: (s.Y.mean, s.Y.sd ** 2) for s in sequences(items)}
     try:
-        tilted = _tilted_delta(items, e, order, moments)
+        tilted = _tilted_delta(items, e, order, {s.direction: s for s in sequences(items)})
     except NumericalLimitError:
         return out
     # d log delta / d eps = -t at the saddle point t (the SP-CLT envelope), so the band in log delta is t eps
@@ -336,9 +334,40 @@ def _tilted_at(dirn, t, eps, order, exact=None):
     return _tilted_log_delta(vec, t, eps, order)
 
 
-def _tilted_delta(items, eps, order, moments=None):
-    """The tilted expansion's delta at each eps (an ``EstimateArray``); ``moments``: direction -> (K'(0), K''(0)) of
-    its sum where the caller has them (the saddle searches' first guesses)."""
+def _saddle_start(seq, e):
+    """A first tilt for the saddle point of e (K'(t) = e + 1/t + 1/(1 + t)) from the CGF values the sequence's
+    Chernoff lines hold: K' of the cubic through four consecutive grid tilts about the root (where the lines'
+    searches passed there, as they usually do at the epsilon asked: within 0.1% of the saddle point in most
+    directions, a few percent in some, against 5-90% for the Gaussian model's guess); None where no four such
+    tilts bracket it."""
+    ts, ks = seq.lines().known()
+    grid = {float(t): i for i, t in enumerate(chernoff.TILTS)}
+    for j in range(1, len(ts) - 2):
+        x0, x1, x2, x3 = x = ts[j - 1:j + 3]
+        if not all(grid.get(x[m]) == grid.get(x0, -9) + m for m in range(4)):
+            continue
+        y0, y1, y2, y3 = ks[j - 1:j + 3]  # Newton's divided differences of the cubic through (x, y)
+        a1, b1, c1 = (y1 - y0) / (x1 - x0), (y2 - y1) / (x2 - x1), (y3 - y2) / (x3 - x2)
+        a2, b2 = (b1 - a1) / (x2 - x0), (c1 - b1) / (x3 - x1)
+        a3 = (b2 - a2) / (x3 - x0)
+
+        def f(t, x0=x0, x1=x1, x2=x2, a1=a1, a2=a2, a3=a3):  # the cubic's slope minus the right-hand side
+            u0, u1, u2 = t - x0, t - x1, t - x2
+            return a1 + a2 * (u0 + u1) + a3 * (u1 * u2 + u0 * u2 + u0 * u1) - e - 1.0 / t - 1.0 / (1.0 + t)
+
+        lo, hi = x1, x2
+        if not f(lo) < 0.0 < f(hi):
+            continue
+        for _ in range(40):
+            mid = math.sqrt(lo * hi)
+            lo, hi = (mid, hi) if f(mid) < 0.0 else (lo, mid)
+        return math.sqrt(lo * hi)
+    return None
+
+
+def _tilted_delta(items, eps, order, seqs=None):
+    """The tilted expansion's delta at each eps (an ``EstimateArray``); ``seqs``: direction -> its ``Sequence``
+    where the caller has them (the saddle searches start from their CGF values, else from their moments)."""
     dirs = spa.directions(items)
     rows, fell, regimes, tilts = [], [], [], []
     for e in eps:
@@ -348,7 +377,9 @@ def _tilted_delta(items, eps, order, moments=None):
             # the SPA composes a direction's finite part; its mass at +inf is added (log(A + delta_fin))
             la = math.log(dirn.inf_mass) if dirn.inf_mass > 0.0 else -math.inf
             try:
-                t = dirn.saddle(float(e), moments=None if moments is None else moments.get(dirn.direction))
+                seq = None if seqs is None else seqs.get(dirn.direction)
+                t = dirn.saddle(float(e)) if seq is None else dirn.saddle(
+                    float(e), _saddle_start(seq, float(e)), (seq.Y.mean, seq.Y.sd ** 2))
             except spa.ZeroDelta:
                 best = np.maximum(best, la)
                 continue

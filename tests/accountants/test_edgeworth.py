@@ -235,6 +235,34 @@ def test_tilted_delta_is_evaluated_at_the_exact_saddle_point():
     assert np.all(t.lower <= f.upper) and np.all(f.lower <= t.upper)
 
 
+def test_confirmation_from_the_lines_start_finds_the_same_saddle_points():
+    # the plain query's confirmation starts its saddle searches from the Chernoff lines' CGF values
+    # (``_saddle_start``); the tilted delta, its saddle points and flags are those of a search from the Gaussian
+    # model's guess (a fresh composition each, so that no search model is shared), and the start is the closer one
+    def make():
+        return mk.compose(*[(sg(0.01, s), 1000) for s in (0.8, 0.95, 1.1)], (mk.laplace(20.0), 20))
+
+    first = make()
+    e = float(first.epsilon(1e-5, method="edgeworth"))  # fills the lines near the root
+    seqs = {s.direction: s for s in es.sequences(first.items)}
+    started = ew._tilted_delta(first.items, np.array([e]), 2, seqs)
+    plain = ew._tilted_delta(make().items, np.array([e]), 2)
+    assert started.details["saddle_point"] == pytest.approx(plain.details["saddle_point"], rel=1e-9)
+    assert np.asarray(started) == pytest.approx(np.asarray(plain), rel=1e-8)
+    assert started.details["reliable"] == plain.details["reliable"]
+    starts = 0
+    for dirn in spa.directions(first.items):
+        seq = seqs[dirn.direction]
+        t0 = ew._saddle_start(seq, e)  # None where the lines' searches did not pass the root (then: the guess)
+        t = spa.exact_saddle(dirn, dirn.saddle(e), e)[0]
+        guess = math.exp(dirn.gaussian_tilt(e, (seq.Y.mean, seq.Y.sd ** 2)))
+        if t0 is not None:
+            starts += 1
+            assert abs(math.log(t0 / t)) < abs(math.log(guess / t)), (dirn.direction, t0, t, guess)
+    assert starts >= 1
+    assert ew._saddle_start(seqs["add"], 1e6) is None  # no four tilts at hand bracket it
+
+
 def test_plain_reliable_is_confirmed_by_the_tilted_expansion():
     """Issue 23's composition (subsampled Gaussian sigma 1, q 0.01 x 1000 with Laplace 20 x 20), delta 1e-5: the
     plain expansion's orders 2 and 1 agree to 5% in delta, but its epsilon 2.1098 is 4.2% above the FFT's 2.0251;
