@@ -328,6 +328,8 @@ def _tilted_at(dirn, t, eps, order, exact=None):
     [K, K', ..., K^(4)] at t where the caller has them (enough up to order 2; order 3 needs K^(5))."""
     if exact is not None and order <= 2:
         return _tilted_log_delta(np.asarray(exact, float), t, eps, order)
+    if dirn.node_at(t) is not None:  # passes about the search model's centres (1e-11 relative: the SPA's exact)
+        return _tilted_log_delta(np.asarray(dirn.exact(t, n=5)[0], float), t, eps, order)
     vec = np.zeros(6)
     for plrv, c in dirn.parts:
         vec += c * np.asarray(plrv.cgf_vector(t, 5), float)

@@ -280,14 +280,14 @@ class _Direction:
         per = self.node(j)[0]
         return [float(_taylor(per[i], d, 1)[1]) for i in range(len(self.parts))]
 
-    def exact(self, t, centres=None, w=False):
-        """([K..K''''] of the composition by quadrature at t, sum_i k_i E|L_i,t - K_i'(t)|^3 bounded above), the
-        quadratures centred on the model's K_i'(t), or on ``centres`` (then A may bound loosely where they are far
-        from the K_i'(t), and the model is not consulted)."""
-        vec = [0.0] * 5
+    def exact(self, t, centres=None, w=False, n=4):
+        """([K..K^(n)] of the composition by quadrature at t (n = 4: K''''), sum_i k_i E|L_i,t - K_i'(t)|^3 bounded
+        above), the quadratures centred on the model's K_i'(t), or on ``centres`` (then A may bound loosely where
+        they are far from the K_i'(t), and the model is not consulted)."""
+        vec = [0.0] * (n + 1)
         A = 0.0
         for (plrv, c), ctr in zip(self.parts, self.centres(t, w) if centres is None else centres):
-            v, a = stats_about(plrv, t, ctr, 4)
+            v, a = stats_about(plrv, t, ctr, n)
             vec = [x + c * y for x, y in zip(vec, v)]
             A += c * a
         return vec, A
