@@ -336,6 +336,9 @@ def _tilted_at(dirn, t, eps, order, exact=None):
     return _tilted_log_delta(vec, t, eps, order)
 
 
+_TILT_INDEX = {float(t): i for i, t in enumerate(chernoff.TILTS)}  # the Chernoff grid's tilts and their indices
+
+
 def _saddle_start(seq, e):
     """A first tilt for the saddle point of e (K'(t) = e + 1/t + 1/(1 + t)) from the CGF values the sequence's
     Chernoff lines hold: K' of the cubic through four consecutive grid tilts about the root (where the lines'
@@ -343,10 +346,9 @@ def _saddle_start(seq, e):
     directions, a few percent in some, against 5-90% for the Gaussian model's guess); None where no four such
     tilts bracket it."""
     ts, ks = seq.lines().known()
-    grid = {float(t): i for i, t in enumerate(chernoff.TILTS)}
     for j in range(1, len(ts) - 2):
         x0, x1, x2, x3 = x = ts[j - 1:j + 3]
-        if not all(grid.get(x[m]) == grid.get(x0, -9) + m for m in range(4)):
+        if not all(_TILT_INDEX.get(x[m]) == _TILT_INDEX.get(x0, -9) + m for m in range(4)):
             continue
         y0, y1, y2, y3 = ks[j - 1:j + 3]  # Newton's divided differences of the cubic through (x, y)
         a1, b1, c1 = (y1 - y0) / (x1 - x0), (y2 - y1) / (x2 - x1), (y3 - y2) / (x3 - x2)
