@@ -79,13 +79,14 @@ def _estimate(seqs, eps, order):
     return est
 
 
-def _bound_curves(seqs, eps, lower=True, upper=True, target=None):
+def _bound_curves(seqs, eps, lower=True, upper=True, target=None, x_cap=True):
     """(lower, upper) delta curves at each eps, max over the sequences; None for the one not asked for.  With a
-    ``target`` delta the values are exact only on their side of it (``Sequence.bounds``)."""
+    ``target`` delta the values are exact only on their side of it (``Sequence.bounds``); without ``x_cap`` the
+    lower curve is a curve below it (S_X's Chernoff cap not asked)."""
     lo = np.zeros(eps.shape) if lower else None
     up = np.zeros(eps.shape) if upper else None
     for s in seqs:
-        l_, u_ = s.bounds(eps, lower, upper, target)
+        l_, u_ = s.bounds(eps, lower, upper, target, x_cap)
         lo = None if l_ is None else np.maximum(lo, l_)
         up = None if u_ is None else np.maximum(up, u_)
     return lo, up
@@ -229,6 +230,26 @@ def _last_above(sides, a, b, d, points=31):
     return float(a)
 
 
+def _first_drop(seqs, grid, d):
+    """The first index of ``grid`` where the lower curve is <= d (None where it stays above d): at 0 first (where it
+    is <= d there, the lower bound is 0); then the curve without S_X's cap on the whole grid (it is below the curve:
+    where it is > d the curve is too), and the curve itself only at the points where that one is <= d, in order, in
+    chunks of 1, 4, 16, ...: the cap's searches (each a CGF value a mechanism and tilt) are asked near the drop
+    only, where the first such point usually is the one.  The same index as the whole curve's (each point's side of
+    d is exact in target mode)."""
+    if _bound_curves(seqs, grid[:1], upper=False, target=d)[0][0] <= d:
+        return 0
+    cand = np.nonzero(_bound_curves(seqs, grid, upper=False, target=d, x_cap=False)[0] <= d)[0]
+    start, size = 0, 1
+    while start < cand.size:
+        idx = cand[start:start + size]
+        hit = np.nonzero(_bound_curves(seqs, grid[idx], upper=False, target=d)[0] <= d)[0]
+        if hit.size:
+            return int(idx[hit[0]])
+        start, size = start + size, 4 * size
+    return None
+
+
 def _plain_epsilon(items, d, order):
     seqs = sequences(items)
     hi = max(s.eps_ceiling(d) for s in seqs)
@@ -239,11 +260,8 @@ def _plain_epsilon(items, d, order):
     grid = np.concatenate((np.linspace(0.0, hi, 401), [hi * 1.5 + 1.0]))
     past = hi + 1e-4 * (1.0 + hi) if finite else grid[-1]
     est = _estimate(seqs, grid, order)
-    # the bounds' sides of d only (``Sequence.bounds``' target); the lower curve at 0 first: where it is <= d there
-    # the lower bound is 0 and the rest of that curve is not needed
-    lo = _bound_curves(seqs, grid[:1], upper=False, target=d)[0]
-    if not lo[0] <= d:
-        lo = _bound_curves(seqs, grid, upper=False, target=d)[0]
+    # the bounds' sides of d only (``Sequence.bounds``' target)
+    first = _first_drop(seqs, grid, d)
     up = _bound_curves(seqs, grid, lower=False, target=d)[1]
 
     def one(which):
@@ -261,11 +279,10 @@ def _plain_epsilon(items, d, order):
                 break
             e_up += 1e-12 * (1.0 + e_up) * 2 ** i
     # lower: the first grid interval where the lower curve drops to <= d; all points below have delta > d
-    below = np.nonzero(lo <= d)[0]
-    if below.size == 0 or below[0] == 0:
-        e_lo = 0.0 if below.size else math.inf
+    if first is None or first == 0:
+        e_lo = math.inf if first is None else 0.0
     else:
-        i = int(below[0])
+        i = first
         e_lo = _last_above([lambda e, s=s: s.bounds(e, upper=False)[0] for s in seqs], grid[i - 1], grid[i], d)
     if not math.isfinite(val):
         val = e_up

@@ -149,7 +149,7 @@ class Sequence:
                          self.log_mass["X"], float(self.sup), log_inf, order)
         return ld.reshape(eps.shape), sd.reshape(eps.shape)
 
-    def bounds(self, eps, lower=True, upper=True, target=None):
+    def bounds(self, eps, lower=True, upper=True, target=None, x_cap=True):
         """EEAI lower and upper delta, with the Chernoff caps (notes.md 3.5, 3.6): (lo, up), None for the one not
         asked for.  Each cap is asked only where it can beat the EEAI value it is compared with
         (``ChernoffLines.bound``'s ``covered``; the same floats: a test with a relative margin of 1e-12 against
@@ -158,7 +158,8 @@ class Sequence:
         ``target``: a delta whose side alone is wanted (the epsilon query's grid): a cap is then also skipped where
         it cannot move a value across ``target``, and the upper curve is 0 past the tilted moment bound's ceiling
         (``_Margins``), so a value returned may differ from the curve's, either way, where both are on the same side
-        of ``target`` by more than a margin."""
+        of ``target`` by more than a margin.  ``x_cap=False``: S_X's Chernoff cap is not asked (the lower curve is
+        then at most the one with it: the e^eps m_X P(S_X > eps) it subtracts is not capped)."""
         dy, dx = self.Y.uniform_bound(), self.X.uniform_bound()
         gy = from_signed(*self.Y.signed_log_sf(eps, 1))
         gx = from_signed(*self.X.signed_log_sf(eps, 1))
@@ -176,7 +177,7 @@ class Sequence:
                     "Ylow", eps, lambda c, r: -math.expm1(c) <= _lo(side.lower_y(floor, r)))))
                 # where sy_lo is 0, lo = -e^(...) <= 0 whatever S_X's cap: it is asked only where sy_lo > 0
                 cap_x, need = np.full(eps.shape, np.inf), sy_lo > 0.0
-                if need.any():
+                if x_cap and need.any():
                     th = side.lower_x(log_gx, sy_lo, eps + lmx)[need]
                     cap_x[need] = self.chernoff("X", eps[need], lambda c, r: c >= np.max(th[r]))
                 log_sx_up = np.minimum(log_gx, cap_x)

@@ -235,6 +235,27 @@ def test_tilted_delta_is_evaluated_at_the_exact_saddle_point():
     assert np.all(t.lower <= f.upper) and np.all(f.lower <= t.upper)
 
 
+@settings(deadline=None, max_examples=max(1, settings.default.max_examples // 4))
+@given(q=st.floats(0.005, 0.2), sigma=st.floats(0.6, 2.5), k=st.integers(300, 20_000), logd=st.floats(-12.0, -2.0),
+       lap=st.booleans())
+def test_first_drop_is_the_whole_lower_curves(q, sigma, k, logd, lap):
+    # the epsilon query's lower bound starts from the first grid point where the lower curve is <= delta; it is
+    # found on the curve without S_X's cap, then the curve itself only at that one's points <= delta
+    # (``_first_drop``): the same index as the whole curve's, S_X's cap asked everywhere
+    run = mk.compose((sg(q, sigma), k), *([(mk.laplace(15.0), 10)] if lap else []))
+    seqs = es.sequences(run.items)
+    d = 10.0 ** logd
+    hi = max(max(s.eps_ceiling(d) for s in seqs), 1e-6)
+    assume(math.isfinite(hi))
+    grid = np.concatenate((np.linspace(0.0, hi, 401), [hi * 1.5 + 1.0]))
+    whole = np.nonzero(ew._bound_curves(seqs, grid, upper=False, target=d)[0] <= d)[0]
+    want = int(whole[0]) if whole.size else None
+    rough = np.nonzero(ew._bound_curves(seqs, grid, upper=False, target=d, x_cap=False)[0] <= d)[0]
+    event("lower bound 0" if want == 0 else "no drop" if want is None else
+          "a drop, S_X's cap lifting the capless curve's first" if rough[0] != want else "a drop")
+    assert ew._first_drop(seqs, grid, d) == want
+
+
 def test_tilted_expansion_from_passes_is_the_cgf_quadratures():
     # the tilted variant's searches take K..K^(5) of the tilted sums from tilted-moment passes about the search
     # model's centres (``_Direction.exact``), no longer from each law's CGF quadrature (``cgf_vector``, adaptive
