@@ -38,7 +38,8 @@ from scipy import optimize
 from ..errors import NumericalLimitError, ParameterError, check_finite_real
 from ..estimate import Estimate, EstimateArray, clamp_into, reason_flags
 from . import chernoff, spa
-from .edgeworth_sequence import LOG_SQRT_2PI, from_signed, hermite, sequences
+from . import edgeworth_compiled as _ec
+from .edgeworth_sequence import LOG_SQRT_2PI, from_signed, sequences
 
 ORDERS = (0, 1, 2, 3)
 VARIANTS = ("plain", "tilted")
@@ -315,26 +316,17 @@ def _tilted_log_delta(vec, t, eps, order):
     c = (eps - K1) / s
     a = t * s
     kn = {j: vec[j] / s ** j for j in range(3, 6) if j < len(vec)}
-    coef = _density_coefficients(kn, order)
     # exponent of the integrand in u = x - c >= 0: -a u - (c + u)^2 / 2, peak at u* = max(0, -(c + a))
     ustar = max(0.0, -(c + a))
     e_star = -0.5 * c * c if ustar == 0.0 else 0.5 * a * a + a * c
     umax = ustar + 12.0
     small = 1e-6 / (abs(c + a) + s + 1.0)
     # the kernel's scale near u = 0 (geometric cuts) and the Gaussian's unit scale around its peak u*
-    edges = np.unique(np.concatenate(([0.0], np.geomspace(small, umax, 48),
-                                      np.linspace(max(0.0, ustar - 12.0), umax, 49))))
-    lo, hi = edges[:-1, None], edges[1:, None]
-    u = (0.5 * (hi - lo) * _GL_X[None, :] + 0.5 * (hi + lo)).ravel()
-    w = (0.5 * (hi - lo) * _GL_W[None, :]).ravel()
-    x = c + u
-    poly = np.ones_like(x)
-    if coef:
-        he = hermite(x, max(coef))
-        for j, cj in coef.items():
-            poly = poly + cj * he[j]
-    f = np.exp(-a * u - 0.5 * x * x - e_star) * -np.expm1(-s * u) * poly
-    total = float(np.dot(w, f))
+    edges = _ec.tilted_edges(small, umax, ustar)
+    cj = np.zeros(10)
+    for j, v in _density_coefficients(kn, order).items():
+        cj[j] = v
+    total = _ec.tilted_integral(edges, c, a, s, e_star, cj, _GL_X, _GL_W)
     if not total > 0:
         return math.nan
     return K - t * eps + e_star - LOG_SQRT_2PI + math.log(total)

@@ -93,3 +93,48 @@ def aea(eps, y, x, log_my, log_mx, sup, log_inf, order):
             a, s = signed_diff(log_inf, 1.0, a, -s)
         ld[i], sd[i] = a, s
     return ld, sd
+
+
+@njit(A1(f8, f8, f8), cache=True, error_model="numpy")
+def tilted_edges(small, umax, ustar):
+    """The partition of [0, umax] of the tilted expansion's integral: 0, 48 geometric cuts from ``small`` to
+    ``umax`` (the kernel's scale near u = 0) and 49 equal ones from max(0, ustar - 12) to ``umax`` (the Gaussian's
+    unit scale about its peak ustar), sorted, without repeats."""
+    pts = np.empty(98)
+    pts[0] = 0.0
+    ls, lu = math.log(small), math.log(umax)
+    for i in range(48):
+        pts[1 + i] = math.exp(ls + (lu - ls) * i / 47.0)
+    pts[1], pts[48] = small, umax
+    lo = max(0.0, ustar - 12.0)
+    for i in range(49):
+        pts[49 + i] = lo + (umax - lo) * i / 48.0
+    pts[97] = umax
+    return np.unique(pts)
+
+
+@njit(f8(A1, f8, f8, f8, f8, A1, A1, A1), cache=True, error_model="numpy")
+def tilted_integral(edges, c, a, s, e_star, coef, glx, glw):
+    """The tilted expansion's integral (``edgeworth._tilted_log_delta``): the sum over the intervals of ``edges``
+    (``tilted_edges``: a partition of u >= 0), Gauss-Legendre nodes ``glx`` and weights ``glw`` on each, of
+    exp(-a u - x^2 / 2 - e_star) (1 - e^(-s u)) (1 + sum_j coef[j] He_j(x)), x = c + u."""
+    top = 0
+    for j in range(coef.size):
+        if coef[j] != 0.0:
+            top = j
+    he = np.empty(max(top + 1, 2))
+    total = 0.0
+    for k in range(edges.size - 1):
+        half, mid = 0.5 * (edges[k + 1] - edges[k]), 0.5 * (edges[k + 1] + edges[k])
+        for g in range(glx.size):
+            u = half * glx[g] + mid
+            x = c + u
+            poly = 1.0
+            if top > 0:
+                he[0], he[1] = 1.0, x
+                for m in range(1, top):
+                    he[m + 1] = x * he[m] - m * he[m - 1]
+                for j in range(1, top + 1):
+                    poly += coef[j] * he[j]
+            total += half * glw[g] * (math.exp(-a * u - 0.5 * x * x - e_star) * -math.expm1(-s * u) * poly)
+    return total

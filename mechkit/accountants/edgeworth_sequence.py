@@ -23,15 +23,7 @@ LOG_SQRT_2PI = _ec.LOG_SQRT_2PI
 _CACHE_SIZE = 16
 
 
-# --- the Edgeworth expansion ---------------------------------------------------------------------------
-def hermite(z, n):
-    """[He_0(z), ..., He_n(z)] (probabilists' Hermite polynomials)."""
-    he = [np.ones_like(z), z]
-    for k in range(1, n):
-        he.append(z * he[k] - k * he[k - 1])
-    return he
-
-
+# --- the Edgeworth expansion (compiled: ``edgeworth_compiled``) ----------------------------------------------
 def from_signed(logmag, sign):
     with np.errstate(over="ignore"):
         return sign * np.exp(logmag)

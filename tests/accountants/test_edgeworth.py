@@ -664,3 +664,34 @@ def test_bad_input_and_unsupported_mechanisms():
         run.delta(-1.0, method="edgeworth")
     before = float(run.delta(1.0, method="edgeworth"))
     assert float(run.delta(1.0, method="edgeworth")) == before  # failed calls left no state behind
+
+
+@settings(deadline=None, max_examples=max(1, settings.default.max_examples // 2))
+@given(t=st.floats(0.05, 30.0), k2=st.floats(0.05, 50.0), g=st.tuples(*[st.floats(-0.5, 0.5)] * 3),
+       z=st.floats(-6.0, 6.0), order=st.sampled_from(ew.ORDERS))
+def test_tilted_expansion_integral_against_quad(t, k2, g, z, order):
+    # the tilted expansion's log delta (its integral compiled: ``edgeworth_compiled.tilted_integral``) against the
+    # same integral by scipy's adaptive quadrature in x: delta = e^(K - t eps) int_{x > c} e^(-t s (x - c))
+    # (1 - e^(-s (x - c))) phi(x) (1 + sum_j c_j He_j(x)) dx, c = (eps - K') / s, s = sqrt(K'')
+    s = math.sqrt(k2)
+    vec = np.array([0.3, 2.0, k2, g[0] * s ** 3, g[1] * s ** 4, g[2] * s ** 5])
+    eps = vec[1] + z * s
+    c = z
+    coef = ew._density_coefficients({j: vec[j] / s ** j for j in range(3, 6)}, order)
+
+    def he(j, x):
+        return float(np.polynomial.hermite_e.hermeval(x, [0.0] * j + [1.0]))
+
+    def f(x):
+        poly = 1.0 + sum(cj * he(j, x) for j, cj in coef.items())
+        return math.exp(-t * s * (x - c)) * -math.expm1(-s * (x - c)) * norm.pdf(x) * poly
+
+    peak = max(c, -t * s)  # the integrand's bulk: about max(c, -a) in x
+    ref = integrate.quad(f, c, peak + 40.0, points=[peak, peak + 1.0] if peak > c else None, limit=400,
+                         epsabs=0.0, epsrel=1e-12)[0]
+    got = ew._tilted_log_delta(vec, t, eps, order)
+    if not ref > 1e-300:
+        assert math.isnan(got) or got < -600.0
+        return
+    event("a skewed density" if order else "order 0")
+    assert got == pytest.approx(vec[0] - t * eps + math.log(ref), rel=0, abs=1e-9)
