@@ -43,28 +43,24 @@ _SIGN = {"Y": -1.0, "X": -1.0, "Ylow": 1.0, "hs": -1.0}
 _FIRST = np.zeros(1, dtype=np.intp)  # the region of a single point
 
 
-#: ``_first_rising``'s steps away from its guess: 1, 1, 2, 3, ... (most guesses are the answer or its neighbour, where
-#: a second unit step saves the value a step of 2 would ask beyond it)
-_STEPS = (1, 1)
-
-
 def _first_rising(rising, n, guess):
     """The first index i in [0, n) with rising(i) (rising(n - 1) is true; rising is false, then true): steps of
     1, 1, 2, 3, ... from ``guess`` (a good guess is a few indices off: doubling steps would overshoot into tilts
-    no bound needs, each a CGF quadrature), then bisection."""
+    no bound needs, each a CGF quadrature; most guesses are the answer or its neighbour, where the second unit step
+    saves the value a step of 2 would ask beyond it), then bisection."""
     i = min(max(guess, 0), n - 1)
-    k = 0
+    step = 0
     if rising(i):
         hi, lo = i, i - 1
         while lo >= 0 and rising(lo):
-            hi, k = lo, k + 1
-            lo = hi - (_STEPS[k] if k < len(_STEPS) else k)
+            hi, step = lo, step + 1
+            lo = hi - step
         lo = max(lo, -1)
     else:
         lo, hi = i, i + 1
         while hi < n - 1 and not rising(hi):
-            lo, k = hi, k + 1
-            hi = lo + (_STEPS[k] if k < len(_STEPS) else k)
+            lo, step = hi, step + 1
+            hi = lo + step
         hi = min(hi, n - 1)
     return _bisect(rising, lo, hi)
 

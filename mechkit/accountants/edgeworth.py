@@ -283,8 +283,8 @@ def _plain_epsilon(items, d, order):
     if first is None or first == 0:
         e_lo = math.inf if first is None else 0.0
     else:
-        i = first
-        e_lo = _last_above([lambda e, s=s: s.bounds(e, upper=False)[0] for s in seqs], grid[i - 1], grid[i], d)
+        e_lo = _last_above([lambda e, s=s: s.bounds(e, upper=False)[0] for s in seqs], grid[first - 1], grid[first],
+                           d)
     if not math.isfinite(val):
         val = e_up
     details = _plain_details(seqs, order)
@@ -337,8 +337,9 @@ def _tilted_at(dirn, t, eps, order, exact=None):
     [K, K', ..., K^(4)] at t where the caller has them (enough up to order 2; order 3 needs K^(5))."""
     if exact is not None and order <= 2:
         return _tilted_log_delta(np.asarray(exact, float), t, eps, order)
-    if dirn.node_at(t) is not None:  # passes about the search model's centres (1e-11 relative: the SPA's exact)
-        return _tilted_log_delta(np.asarray(dirn.exact(t, n=5)[0], float), t, eps, order)
+    w = dirn.node_at(t)
+    if w is not None:  # passes about the search model's centres (1e-11 relative: the SPA's exact)
+        return _tilted_log_delta(np.asarray(dirn.exact(t, w=w, n=5)[0], float), t, eps, order)
     vec = np.zeros(6)
     for plrv, c in dirn.parts:
         vec += c * np.asarray(plrv.cgf_vector(t, 5), float)

@@ -25,6 +25,7 @@ from scipy.stats import binom, norm
 
 import mechkit as mk
 from mechkit.accountants import edgeworth as ew
+from mechkit.accountants import edgeworth_compiled as ec
 from mechkit.accountants import edgeworth_sequence as es
 from mechkit.accountants import spa
 from mechkit.errors import ParameterError
@@ -509,7 +510,6 @@ def test_compiled_expansion_tail_against_mpmath(xs, g3, g4, g5, order):
     # the survival function in (log |sf|, sign), deep into the tail (z up to 38: sf ~ 1e-316) and through the
     # Mills-ratio branch's switch at z = 25, on an array of points: a sequence of mean 1 and sd 0.5 (z = 2 x - 2)
     import mpmath as mp
-    from mechkit.accountants import edgeworth_compiled as ec
     x = np.array([(z + 2.0) / 2.0 for z in xs])
     logmag, sign = ec.side_log_sf(x, 1.0, 0.5, g3, g4, g5, order)
     for i, xi in enumerate(x):
@@ -526,7 +526,6 @@ def test_compiled_expansion_tail_against_mpmath(xs, g3, g4, g5, order):
 
 def test_compiled_aea_against_mpmath():
     # a direction's AEA delta m_Y sf_Y(eps) - e^eps m_X sf_X(eps) with a mass at +inf, and 0 beyond the largest loss
-    from mechkit.accountants import edgeworth_compiled as ec
     import mpmath as mp
     y, x = np.array([0.3, 1.1, 0.4, 0.2, -0.1]), np.array([-0.2, 0.9, -0.3, 0.3, 0.1])
     lmy, lmx, log_inf = math.log(0.99), math.log(0.995), math.log(1e-9)
