@@ -56,33 +56,44 @@ class Side:
         self.g = {r: float(self.kappa[r - 1]) / s2 ** (r / 2.0) for r in (3, 4, 5)}
         self.params = np.array([self.mean, self.sd, self.g[3], self.g[4], self.g[5]])  # the compiled expansion's
         self._vecs = vecs
-        self._delta = None
+        self._delta = self.group = None
 
     def uniform_bound(self):
-        """sup_x |F(x) - E_1(x)| <= this (Lemma 4.3 with the explicit remainder), with a quadrature allowance."""
+        """sup_x |F(x) - E_1(x)| <= this (Lemma 4.3 with the explicit remainder), with a quadrature allowance: for
+        all the sides of its ``group`` at once (``edgeworth_bounds``; a composition's four sides, or this one)."""
         if self._delta is None:
-            from .edgeworth_bound import edgeworth_bound
-
-            vecs, m = self._vecs, self.m
-            bbar3 = (self.sd ** 2 / m) ** 1.5
-            k3 = sum(c * A for c, _, A in vecs) / m / bbar3
-            k4 = sum(c * (v[3] + 3.0 * v[1] ** 2) for c, v, _ in vecs) / m / bbar3 ** (4.0 / 3.0)
-            # K3_tilde's E|L - EL| Var L terms with E|L - EL| <= sd (Jensen): upper bounds are accepted
-            k3t = k3 + sum(c * v[1] ** 1.5 for c, v, _ in vecs) / m / bbar3
-            lam3 = float(self.kappa[2]) / m / bbar3
-            k4 = max(k4, 1.0)
-            k3 = max(k3, abs(lam3))
-            b = edgeworth_bound(m, k3 * (1 + BOUND_SLACK_REL), k3t * (1 + BOUND_SLACK_REL), k4 * (1 + BOUND_SLACK_REL),
-                                lam3, iid=len(vecs) == 1)
-            self._delta = b * (1.0 + BOUND_SLACK_REL) + PROB_SLACK
-            self.inputs = {"n": m, "K3": k3, "K3_tilde": k3t, "K4": k4, "lambda3": lam3}
+            _uniform_bounds(self.group or [self])
         return self._delta
+
+    def _bound_inputs(self):
+        """(n, K3, K3_tilde, K4, lambda3) of the DGG bound, with the relative allowance on the upper bounds."""
+        vecs, m = self._vecs, self.m
+        bbar3 = (self.sd ** 2 / m) ** 1.5
+        k3 = sum(c * A for c, _, A in vecs) / m / bbar3
+        k4 = sum(c * (v[3] + 3.0 * v[1] ** 2) for c, v, _ in vecs) / m / bbar3 ** (4.0 / 3.0)
+        # K3_tilde's E|L - EL| Var L terms with E|L - EL| <= sd (Jensen): upper bounds are accepted
+        k3t = k3 + sum(c * v[1] ** 1.5 for c, v, _ in vecs) / m / bbar3
+        lam3 = float(self.kappa[2]) / m / bbar3
+        k4 = max(k4, 1.0)
+        k3 = max(k3, abs(lam3))
+        self.inputs = {"n": m, "K3": k3, "K3_tilde": k3t, "K4": k4, "lambda3": lam3}
+        return m, k3 * (1 + BOUND_SLACK_REL), k3t * (1 + BOUND_SLACK_REL), k4 * (1 + BOUND_SLACK_REL), lam3
 
     def signed_log_sf(self, x, order):
         """(log |sf|, sign) of the order-``order`` expansion's survival function at each x (``edgeworth_compiled``)."""
         x = np.asarray(x, float)
         lm, sg = _ec.side_log_sf(np.ascontiguousarray(x).reshape(-1), *self.params, order)
         return lm.reshape(x.shape), sg.reshape(x.shape)
+
+
+def _uniform_bounds(sides):
+    """Each side's ``uniform_bound``, computed in one pass per iid flag (``edgeworth_bounds``)."""
+    from .edgeworth_bound import edgeworth_bounds
+
+    for iid in {len(s._vecs) == 1 for s in sides}:
+        group = [s for s in sides if (len(s._vecs) == 1) == iid]
+        for s, b in zip(group, edgeworth_bounds([s._bound_inputs() for s in group], iid=iid)):
+            s._delta = float(b) * (1.0 + BOUND_SLACK_REL) + PROB_SLACK
 
 
 class Sequence:
@@ -280,6 +291,9 @@ def sequences(items):
         _SEQUENCES.move_to_end(key)
         return hit[1]
     seqs = [Sequence(items, d) for d in DIRECTIONS]
+    group = [side for s in seqs for side in (s.Y, s.X)]
+    for side in group:
+        side.group = group
     _SEQUENCES[key] = ([m for m, _ in items], seqs)
     while len(_SEQUENCES) > _CACHE_SIZE:
         _SEQUENCES.popitem(last=False)

@@ -69,8 +69,7 @@ class PLRV:
         Below ``split`` (default: the median) P(Z <= v) is evaluated, at and above it P(Z > v), each summed from
         positive parts; the other side is its complement: each point costs one evaluation of a side whose probability
         is at most about 1/2, so neither tail loses accuracy.  In loss space (Z = sign L) this is the core's split at
-        sign * split; for Z = -L, {Z <= v} = {L >= -v}, so the atom at the point goes to the core's upper side.
-        """
+        sign * split; for Z = -L, {Z <= v} = {L >= -v}, so the atom at the point goes to the core's upper side."""
         split = self._median() if split is None else split
         pos = self._sign > 0
         return self._core.tails(self._m, v if pos else -v, self._sign * split, pos, want_lower != pos, prob)
@@ -232,6 +231,8 @@ class PLRV:
     @property
     def finite_mass(self) -> float:
         """P(Z finite): 1 minus the point masses at +-inf (where only one density is positive)."""
+        if not self._core.atoms.values.size:  # most continuous laws (``atoms`` on empty arrays: ~10 us a new PLRV)
+            return 1.0
         vals, probs = self.atoms()
         return float(1.0 - probs[np.isinf(vals)].sum())
 
@@ -326,8 +327,7 @@ class PLRV:
         return v * self._a ** np.arange(n + 1)
 
     def tilted_abs3(self, t: float, power: int = 3) -> float:
-        """E|Z_t - K'(t)|^power of the t-tilted variable: its absolute third central moment (the default) or, for
-        power 1, its mean absolute deviation.
+        """E|Z_t - K'(t)|^power at tilt t: the absolute third central moment (default) or mean absolute deviation (1).
 
         Parameters
         ----------

@@ -306,6 +306,31 @@ def test_the_eps_grid_is_evaluated_elementwise():
                 assert np.array_equal(whole, alone, equal_nan=True)
 
 
+def test_several_sums_at_once():
+    """``edgeworth_bounds`` (the Edgeworth accountant's four sides in one pass) against ``edgeworth_bound`` one sum
+    at a time: the same values to a few ulps (array powers round differently from scalar ones) at random inputs,
+    with rows whose Delta is <= 0 (n <= 2.75 K4: the quadrature branch), lambda3 = 0 (the unskewed iid version) and
+    the trivial cap among others; a bad row raises naming its parameter."""
+    from mechkit.accountants.edgeworth_bound import edgeworth_bounds
+    rng = np.random.default_rng(5)
+    kinds = set()
+    for _ in range(60):
+        rows = []
+        for _ in range(int(rng.integers(1, 6))):
+            K4 = 1.0 + rng.exponential(30.0)
+            n = float(10 ** rng.uniform(0, 7)) if rng.uniform() < 0.8 else float(rng.uniform(1.0, 2.75 * K4))
+            K3 = max(1.0, K4 ** 0.75 * rng.uniform(0.5, 1.0))
+            lam = 0.0 if rng.uniform() < 0.25 else float(rng.uniform(-1, 1) * K3)
+            rows.append((n, K3, K3 + rng.exponential(), K4, lam))
+            kinds.add("delta<=0" if n <= 2.75 * K4 else "lam=0" if lam == 0.0 else "plain")
+        for iid in (False, True):
+            one = np.array([edgeworth_bound(*r, iid=iid) for r in rows])
+            np.testing.assert_allclose(edgeworth_bounds(rows, iid), one, rtol=2e-15, atol=0)
+    assert kinds == {"delta<=0", "lam=0", "plain"}
+    with pytest.raises(ParameterError, match=r"^K3_tilde "):
+        edgeworth_bounds([(100.0, 2.0, 3.0, 4.0, 1.0), (100.0, 2.0, 1.5, 4.0, 1.0)])
+
+
 def test_eps_grid_is_no_worse_than_package_default():
     for params in _PARAMS:
         for iid in (False, True):
