@@ -211,13 +211,14 @@ def _first_below(sides, pts, d):
     return (int(cand[0]) if cand.size else None), k
 
 
-def _last_above(sides, a, b, d, points=31):
+def _last_above(sides, a, b, d, points=255):
     """A point of [a, b) where the lower curve is > d, within 1e-11 (1 + x) of a point of (a, b] where it is <= d
     (given > d at a and <= d at b): the bracket cut in ``points`` + 1 at each round, the first of them <= d
     (``_first_below``) its new right end.  A section search rather than a secant method's: near its drop the curve's
     side of d jitters with rounding (~1e-11 wide), where a secant method falls back to one point at a time; a finer
     tolerance would only place the point within that jitter.  A direction found above d where the first one asked
-    was not is asked first from the next round on (near the drop one direction usually decides)."""
+    was not is asked first from the next round on (near the drop one direction usually decides).  255 points: about
+    four rounds from a grid step (31 took seven; a round's cost is mostly its Python, not its points)."""
     sides = list(sides)
     while b - a > 1e-11 * (1.0 + abs(b)):
         pts = np.linspace(a, b, points + 2)[1:-1]
@@ -392,6 +393,8 @@ def _tilted_delta(items, eps, order, seqs=None):
             la = math.log(dirn.inf_mass) if dirn.inf_mass > 0.0 else -math.inf
             try:
                 seq = None if seqs is None else seqs.get(dirn.direction)
+                if seq is not None:  # the Chernoff lines' finite CGF values bound the domain from below
+                    dirn.finite_to(max(seq.lines().known()[0], default=math.nan))
                 t = dirn.saddle(float(e)) if seq is None else dirn.saddle(
                     float(e), _saddle_start(seq, float(e)), (seq.Y.mean, seq.Y.sd ** 2))
             except spa.ZeroDelta:

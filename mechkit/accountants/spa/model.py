@@ -455,6 +455,13 @@ class _Direction:
     def finite(self, t):
         return self.node_at(t) is not None
 
+    def finite_to(self, t):
+        """Learn that the composition's CGF is finite at the tilt t > 0 (another quadrature of it, e.g. the Edgeworth
+        accountant's Chernoff lines): every node at or below t is in the domain, so ``node_at`` asks no node above
+        t's nearest to prove it (the nodes' own quadratures still decide where they fail)."""
+        if t > 0.0 and math.isfinite(t):
+            self._fin_hi = max(self._fin_hi, math.floor(math.log(t) / H_NODE))
+
     def start(self):
         """A tilt inside the CGF's domain of finiteness (t = 1 when possible)."""
         if self._start is None:
