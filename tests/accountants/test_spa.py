@@ -605,6 +605,31 @@ def test_cgf_with_a_bounded_domain_of_finiteness():
             assert u == pytest.approx(v, rel=1e-8)
 
 
+def test_a_direction_told_its_domain_asks_no_node_only_to_prove_it():
+    # _Direction.finite_to(t) (the Edgeworth accountant's confirmation: its Chernoff lines' CGF values are finite up
+    # to t): node_at no longer computes the node above a tilt below t only to prove the tilt inside the domain, and
+    # answers as before.  Where the domain ends (laplace_two_scales' add direction: finite for t < 1 = t_0),
+    # being told that t = t_-0.8 is inside proves the nodes up to t_-1 only: t still gets None (node 0 is beyond),
+    # where a rounding up (node 0 taken as proved) would have answered with node -1
+    import sympy as sp
+    x = sp.Symbol("x", real=True)
+    fam = mk.Mechanism.from_densities(p=sp.exp(-sp.Abs(x - 1)) / 2, q=sp.exp(-sp.Abs(x) / 2) / 4, var=x,
+                                      name="laplace_two_scales")
+    h = spa_model.H_NODE
+    edge = math.exp(-0.8 * h)
+    for told_to, tilts in ((edge, (math.exp(-1.6 * h), 0.5, edge)), (3.0, (0.5, 1.3, 2.9))):
+        items = [((fam() if told_to == edge else sg(1.0, 0.01)), 20)]
+        plain, told = (spa_model._Direction(items, "add" if told_to == edge else "remove") for _ in range(2))
+        told.finite_to(told_to)
+        for t in tilts:
+            assert told.node_at(t) == plain.node_at(t), t
+        if told_to == edge:
+            assert told.node_at(edge) is None
+        nodes = {k for k in told._nodes if isinstance(k, int)}
+        assert nodes < {k for k in plain._nodes if isinstance(k, int)}  # the proving nodes not computed
+        # (separate objects share nothing but the PLRVs' node memo: equal answers, fewer nodes)
+
+
 def test_either_direction_may_lead():
     # the remove direction is searched first, the add direction skipped where one exact evaluation certifies it
     # below.  Swapping p and q swaps the directions and leaves the answer (the max over both) unchanged: in one of
