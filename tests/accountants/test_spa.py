@@ -603,31 +603,29 @@ def test_cgf_with_a_bounded_domain_of_finiteness():
         assert sa.lower <= float(sa) <= sa.upper
         for u, v in ((sa.value, sb.value), (sa.lower, sb.lower), (sa.upper, sb.upper)):
             assert u == pytest.approx(v, rel=1e-8)
+    # a search model told that the CGF is finite at t = t_-0.8 (nodes t_j = 2^(j/32)) knows the nodes up to t_-1
+    # in the domain, not node 0 (t = 1, beyond it): t itself still gets None (rounding up would answer node -1)
+    edge = math.exp(-0.8 * spa_model.H_NODE)
+    told = _told_and_plain([(fam(), 20)], "add", edge, (math.exp(-1.6 * spa_model.H_NODE), 0.5, edge))
+    assert told.node_at(edge) is None
+
+
+def _told_and_plain(items, direction, told_to, tilts):
+    """Two fresh search models of one direction, one told that the CGF is finite up to ``told_to``: node_at answers
+    alike at ``tilts``, the told one having computed fewer nodes (not those above a tilt that only proved it
+    inside the domain); returns the told one."""
+    plain, told = (spa_model._Direction(items, direction) for _ in range(2))
+    told.finite_to(told_to)
+    for t in tilts:
+        assert told.node_at(t) == plain.node_at(t), t
+    assert {k for k in told._nodes if isinstance(k, int)} < {k for k in plain._nodes if isinstance(k, int)}
+    return told
 
 
 def test_a_direction_told_its_domain_asks_no_node_only_to_prove_it():
     # _Direction.finite_to(t) (the Edgeworth accountant's confirmation: its Chernoff lines' CGF values are finite up
-    # to t): node_at no longer computes the node above a tilt below t only to prove the tilt inside the domain, and
-    # answers as before.  Where the domain ends (laplace_two_scales' add direction: finite for t < 1 = t_0),
-    # being told that t = t_-0.8 is inside proves the nodes up to t_-1 only: t still gets None (node 0 is beyond),
-    # where a rounding up (node 0 taken as proved) would have answered with node -1
-    import sympy as sp
-    x = sp.Symbol("x", real=True)
-    fam = mk.Mechanism.from_densities(p=sp.exp(-sp.Abs(x - 1)) / 2, q=sp.exp(-sp.Abs(x) / 2) / 4, var=x,
-                                      name="laplace_two_scales")
-    h = spa_model.H_NODE
-    edge = math.exp(-0.8 * h)
-    for told_to, tilts in ((edge, (math.exp(-1.6 * h), 0.5, edge)), (3.0, (0.5, 1.3, 2.9))):
-        items = [((fam() if told_to == edge else sg(1.0, 0.01)), 20)]
-        plain, told = (spa_model._Direction(items, "add" if told_to == edge else "remove") for _ in range(2))
-        told.finite_to(told_to)
-        for t in tilts:
-            assert told.node_at(t) == plain.node_at(t), t
-        if told_to == edge:
-            assert told.node_at(edge) is None
-        nodes = {k for k in told._nodes if isinstance(k, int)}
-        assert nodes < {k for k in plain._nodes if isinstance(k, int)}  # the proving nodes not computed
-        # (separate objects share nothing but the PLRVs' node memo: equal answers, fewer nodes)
+    # to t); where the domain ends: test_cgf_with_a_bounded_domain_of_finiteness
+    _told_and_plain([(sg(1.0, 0.01), 20)], "remove", 3.0, (0.5, 1.3, 2.9))
 
 
 def test_either_direction_may_lead():
