@@ -390,12 +390,13 @@ def edgeworth_bounds(rows, iid=False) -> np.ndarray:
     lam = np.abs(lambda3)
     with np.errstate(over="ignore", invalid="ignore"):
         best = np.min(_inid_skew(n, K3, Kt, K4, lam, _EPS_GRID), axis=1)
-        if iid:
-            best = np.minimum(best, np.min(_iid(n, K3, Kt, K4, lam, _EPS_GRID, skewed=True), axis=1))
+        if iid:  # (Python's min(best, x) where x is nan is best: the same here)
+            x = np.min(_iid(n, K3, Kt, K4, lam, _EPS_GRID, skewed=True), axis=1)
+            best = np.where(np.isnan(x), best, np.minimum(best, x))
             zero = lambda3[:, 0] == 0.0
             if zero.any():
-                sub = (v[zero] for v in (n, K3, Kt, K4, lam))
-                best[zero] = np.minimum(best[zero], np.min(_iid(*sub, _EPS_GRID, skewed=False), axis=1))
+                x = np.min(_iid(*(v[zero] for v in (n, K3, Kt, K4, lam)), _EPS_GRID, skewed=False), axis=1)
+                best[zero] = np.where(np.isnan(x), best[zero], np.minimum(best[zero], x))
     best = np.where(np.isfinite(best), best, np.inf)
     return np.minimum(best, 1.0 + lam[:, 0] * _PHI0 / (6.0 * np.sqrt(n[:, 0])))
 
