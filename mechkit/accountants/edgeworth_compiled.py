@@ -18,15 +18,21 @@ _SQRT_HALF = math.sqrt(0.5)
 _I8 = types.int64
 
 
+@njit(types.none(A1, f8, _I8), cache=True, error_model="numpy")
+def hermite(he, x, top):
+    """he[0 .. top] = He_0(x) .. He_top(x), the probabilists' Hermite polynomials (he holds at least 2 and top + 1)."""
+    he[0], he[1] = 1.0, x
+    for k in range(1, top):
+        he[k + 1] = x * he[k] - k * he[k - 1]
+
+
 @njit(f8(f8, f8, f8, f8, _I8), cache=True, error_model="numpy")
 def correction(z, g3, g4, g5, order):
     """h with E_order(z) = Phi(z) - phi(z) h(z) (g_r the standardised cumulants of the sum; 0 at order 0)."""
     if order == 0:
         return 0.0
-    he = np.empty(9)  # He_0 .. He_8, the probabilists' Hermite polynomials this order uses
-    he[0], he[1] = 1.0, z
-    for k in range(1, (2, 5, 8)[order - 1]):
-        he[k + 1] = z * he[k] - k * he[k - 1]
+    he = np.empty(9)  # He_0 .. He_8: the polynomials this order uses
+    hermite(he, z, (2, 5, 8)[order - 1])
     h = g3 / 6.0 * he[2]
     if order >= 2:
         h = h + g4 / 24.0 * he[3] + g3 * g3 / 72.0 * he[5]
@@ -143,9 +149,7 @@ def tilted_integral(edges, c, a, s, e_star, coef, glx, glw):
             x = c + u
             poly = 1.0
             if top > 0:
-                he[0], he[1] = 1.0, x
-                for m in range(1, top):
-                    he[m + 1] = x * he[m] - m * he[m - 1]
+                hermite(he, x, top)
                 for j in range(1, top + 1):
                     poly += coef[j] * he[j]
             total += half * glw[g] * (math.exp(-a * u - 0.5 * x * x - e_star) * -math.expm1(-s * u) * poly)
