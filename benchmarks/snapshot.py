@@ -91,8 +91,6 @@ class Setting:
         return f"Setting({self.id!r})"
 
 
-
-
 #: compositions by id: a function of mk giving the (mechanism, count) items, built fresh on every call
 COMPOSITIONS = {
     "sg-s0.8-q0.01-k1e3": lambda mk: [(mk.subsample(mk.gaussian(0.8), 0.01), 1000)],

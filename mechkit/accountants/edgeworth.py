@@ -350,13 +350,13 @@ def _tilted_at(dirn, t, eps, order, exact=None):
 _TILT_INDEX = {float(t): i for i, t in enumerate(chernoff.TILTS)}  # the Chernoff grid's tilts and their indices
 
 
-def _saddle_start(seq, e):
-    """A first tilt for the saddle point of e (K'(t) = e + 1/t + 1/(1 + t)) from the CGF values the sequence's
-    Chernoff lines hold: K' of the cubic through four consecutive grid tilts about the root (where the lines'
-    searches passed there, as they usually do at the epsilon asked: within 0.1% of the saddle point in most
-    directions, a few percent in some, against 5-90% for the Gaussian model's guess); None where no four such
-    tilts bracket it."""
-    ts, ks = seq.lines().known()
+def _saddle_start(known, e):
+    """A first tilt for the saddle point of e (K'(t) = e + 1/t + 1/(1 + t)) from the CGF values a sequence's
+    Chernoff lines hold (``known``: their ``known()``): K' of the cubic through four consecutive grid tilts about the
+    root (where the lines' searches passed there, as they usually do at the epsilon asked: within 0.1% of the saddle
+    point in most directions, a few percent in some, against 5-90% for the Gaussian model's guess); None where no
+    four such tilts bracket it."""
+    ts, ks = known
     for j in range(1, len(ts) - 2):
         x0, x1, x2, x3 = x = ts[j - 1:j + 3]
         if not all(_TILT_INDEX.get(x[m]) == _TILT_INDEX.get(x0, -9) + m for m in range(4)):
@@ -393,10 +393,12 @@ def _tilted_delta(items, eps, order, seqs=None):
             la = math.log(dirn.inf_mass) if dirn.inf_mass > 0.0 else -math.inf
             try:
                 seq = None if seqs is None else seqs.get(dirn.direction)
-                if seq is not None:  # the Chernoff lines' finite CGF values bound the domain from below
-                    dirn.finite_to(max(seq.lines().known()[0], default=math.nan))
-                t = dirn.saddle(float(e)) if seq is None else dirn.saddle(
-                    float(e), _saddle_start(seq, float(e)), (seq.Y.mean, seq.Y.sd ** 2))
+                if seq is None:
+                    t = dirn.saddle(float(e))
+                else:
+                    known = seq.lines().known()
+                    dirn.finite_to(max(known[0], default=math.nan))  # its finite CGF values bound the domain below
+                    t = dirn.saddle(float(e), _saddle_start(known, float(e)), (seq.Y.mean, seq.Y.sd ** 2))
             except spa.ZeroDelta:
                 best = np.maximum(best, la)
                 continue

@@ -87,13 +87,13 @@ class Side:
 
 
 def _uniform_bounds(sides):
-    """Each side's ``uniform_bound``, computed in one pass per iid flag (``edgeworth_bounds``)."""
+    """Each side's ``uniform_bound``, in one pass (``edgeworth_bounds``): the sides of one composition, whose sums
+    have the same summands (iid where there is one distinct law)."""
     from .edgeworth_bound import edgeworth_bounds
 
-    for iid in {len(s._vecs) == 1 for s in sides}:
-        group = [s for s in sides if (len(s._vecs) == 1) == iid]
-        for s, b in zip(group, edgeworth_bounds([s._bound_inputs() for s in group], iid=iid)):
-            s._delta = float(b) * (1.0 + BOUND_SLACK_REL) + PROB_SLACK
+    bounds = edgeworth_bounds([s._bound_inputs() for s in sides], iid=len(sides[0]._vecs) == 1)
+    for s, b in zip(sides, bounds):
+        s._delta = float(b) * (1.0 + BOUND_SLACK_REL) + PROB_SLACK
 
 
 class Sequence:

@@ -291,14 +291,15 @@ def test_confirmation_from_the_lines_start_finds_the_same_saddle_points():
     starts = 0
     for dirn in spa.directions(first.items):
         seq = seqs[dirn.direction]
-        t0 = ew._saddle_start(seq, e)  # None where the lines' searches did not pass the root (then: the guess)
+        # None where the lines' searches did not pass the root (then: the guess)
+        t0 = ew._saddle_start(seq.lines().known(), e)
         t = spa.exact_saddle(dirn, dirn.saddle(e), e)[0]
         guess = math.exp(dirn.gaussian_tilt(e, (seq.Y.mean, seq.Y.sd ** 2)))
         if t0 is not None:
             starts += 1
             assert abs(math.log(t0 / t)) < abs(math.log(guess / t)), (dirn.direction, t0, t, guess)
     assert starts >= 1
-    assert ew._saddle_start(seqs["add"], 1e6) is None  # no four tilts at hand bracket it
+    assert ew._saddle_start(seqs["add"].lines().known(), 1e6) is None  # no four tilts at hand bracket it
 
 
 def test_plain_reliable_is_confirmed_by_the_tilted_expansion():
