@@ -223,7 +223,7 @@ class PLRV:
     @property
     def inf_mass(self) -> float:
         """P(Z = +inf): the probability of an infinite privacy loss (where only one density is positive)."""
-        if not self._core.atoms.values.size:
+        if not self.has_atoms:
             return 0.0
         vals, probs = self.atoms()
         return float(probs[vals == np.inf].sum())
@@ -231,7 +231,7 @@ class PLRV:
     @property
     def finite_mass(self) -> float:
         """P(Z finite): 1 minus the point masses at +-inf (where only one density is positive)."""
-        if not self._core.atoms.values.size:  # most continuous laws (``atoms`` on empty arrays: ~10 us a new PLRV)
+        if not self.has_atoms:  # most continuous laws (``atoms`` on empty arrays: ~10 us a new PLRV)
             return 1.0
         vals, probs = self.atoms()
         return float(1.0 - probs[np.isinf(vals)].sum())
