@@ -99,11 +99,30 @@ def test_bounds_searched_for_a_lower_bound_only_locate_no_upper_tilt(monkeypatch
     e = mk.compose((sg(0.5, 0.001), 100)).epsilon(1e-5, method="spa")
     fast = len(calls)
     orig = spa_accountant.certified_bounds
-    monkeypatch.setattr(spa_accountant, "certified_bounds", lambda d, t, u, lo=True, up=True: orig(d, t, u, lo))
+    monkeypatch.setattr(spa_accountant, "certified_bounds",
+                        lambda d, t, u, lo=True, up=True, floor=-math.inf: orig(d, t, u, lo))
     calls.clear()
     spa_model._DIRECTIONS.clear()
     f = mk.compose((sg(0.5, 0.001), 100)).epsilon(1e-5, method="spa")
     assert fast < len(calls)
+    assert (e.value, e.lower, e.upper) == (f.value, f.lower, f.upper)
+
+
+def test_no_lower_bound_searched_for_a_direction_whose_upper_bound_is_below_the_leaders_lower(monkeypatch):
+    # sigma 0.5, q 0.1, k 1000: the leader's lower bound (97.4) is far below its estimate (126.2), so the add
+    # direction's bounds are searched for a better one; but its upper bound at its anchor (53.9) is below 97.4, and
+    # its lower bound is at most its epsilon: searching it (12 passes) cannot change the answer
+    from mechkit.accountants.spa import accountant as spa_accountant
+    calls = _count_exact(monkeypatch)
+    e = mk.compose((sg(0.5, 0.1), 1000)).epsilon(1e-5, method="spa")
+    fast = len(calls)
+    orig = spa_accountant.certified_bounds
+    monkeypatch.setattr(spa_accountant, "certified_bounds",
+                        lambda d, t, u, lo=True, up=True, floor=-math.inf: orig(d, t, u, lo, up))
+    calls.clear()
+    spa_model._DIRECTIONS.clear()
+    f = mk.compose((sg(0.5, 0.1), 1000)).epsilon(1e-5, method="spa")
+    assert fast + 3 <= len(calls)
     assert (e.value, e.lower, e.upper) == (f.value, f.lower, f.upper)
 
 

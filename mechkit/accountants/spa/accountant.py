@@ -377,7 +377,7 @@ def _epsilon(dirs, d, order, variant):
             # be the tighter); else only its upper bound (a direction whose estimate is 0 would otherwise search
             # the whole domain for a lower bound of ~0)
             try:
-                lo2, up2, _ = certified_bounds(dirn, target, anchor(dirn), weak, need_up)
+                lo2, up2, _ = certified_bounds(dirn, target, anchor(dirn), weak, need_up, floor=lo)
             except NumericalLimitError:
                 if need_up and not math.isfinite(dirn.sup()):
                     raise

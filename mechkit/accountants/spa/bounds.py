@@ -201,7 +201,7 @@ def upper_at_tilt_of(dirn, other, target, where):
     return _upper_at(dirn, target, t, *dirn.exact(t, other.centres(t)))[0]
 
 
-def certified_bounds(dirn, target, u_anchor, want_lower=True, want_upper=True):
+def certified_bounds(dirn, target, u_anchor, want_lower=True, want_upper=True, floor=-math.inf):
     """Certified (epsilon_lo, epsilon_up, where) for one direction; ``where`` = (t, vec, A, epsilon) of the upper
     bound (None when it is 0 without an evaluation).
 
@@ -216,14 +216,21 @@ def certified_bounds(dirn, target, u_anchor, want_lower=True, want_upper=True):
     ``want_upper`` is False (the caller has certified this direction below its upper bound already) no tilt is
     located for the upper bound: the one returned is the best at the tilts the lower bound evaluated (inf without
     an anchor).
+    ``floor``: a lower bound the caller has already (the other direction's): where this direction's upper bound
+    at the anchor (or at its own tilt, without an anchor, where it is wanted) is at most it, its lower bound (at
+    most its epsilon) cannot beat it: 0 is returned for it, with that upper bound, and no other tilt is searched.
     """
     if u_anchor is None:
         up, where = _upper_eps(dirn, target) if want_upper else (math.inf, None)
-        return (_lower_eps(dirn, target, _lower_locate(dirn, target)) if want_lower else 0.0), up, where
+        if not want_lower or up <= floor:
+            return 0.0, up, where
+        return _lower_eps(dirn, target, _lower_locate(dirn, target)), up, where
     t = math.exp(u_anchor)
     vec, A = dirn.exact(t)
     anchor = (vec[2], vec[3], A)
     uppers = [_upper_at(dirn, target, t, vec, A)]
+    if uppers[0][0] <= floor:
+        return 0.0, *uppers[0]
     lo = _lower_eps(dirn, target, _optional(lambda: _lower_locate(dirn, target, u_anchor, anchor)), uppers)
     if not lo > 0.0 and want_upper:
         # the upper bound at its own located tilt: where a positive lower bound was found, the upper bound at that
