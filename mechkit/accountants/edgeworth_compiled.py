@@ -1,7 +1,8 @@
 """The Edgeworth accountant's compiled expansions: one sum's survival function Q(z) + phi(z) h(z) (notes.md 3.4) in
-sign and log magnitude, and a direction's AEA delta built from two of them, at every point of an array in one call
-(the epsilon query's root searches ask one point at a time: NumPy's per-call cost on one-element arrays was ~20% of
-a cold query on 10 distinct mechanisms; docs/performance.md).
+sign and log magnitude, a direction's AEA delta built from two of them, and the arithmetic of its EEAI bounds around
+their Chernoff caps (the caps' thresholds included), at every point of an array in one call (the epsilon query's
+root searches ask one point at a time: NumPy's per-call cost on one-element arrays was ~20% of a cold query on 10
+distinct mechanisms; docs/performance.md).
 """
 from __future__ import annotations
 
@@ -68,6 +69,134 @@ def side_log_sf(x, mean, sd, g3, g4, g5, order):
         z = (x[i] - mean) / sd
         logmag[i], sign[i] = signed_log_sf_z(z, correction(z, g3, g4, g5, order))
     return logmag, sign
+
+
+# --- the EEAI bounds of a direction around their Chernoff caps (``edgeworth_sequence.Sequence.bounds``) ---------
+# NumPy's semantics, one point at a time: nan propagates through max and min, log(0) = -inf, log(< 0) = nan.
+# ``t``: the target delta less the mass at +inf, nan where there is none (then the thresholds are the EEAI values).
+@njit(f8(f8, f8), cache=True, error_model="numpy")
+def _max(a, b):
+    return a if a != a or a >= b else b
+
+
+@njit(f8(f8, f8), cache=True, error_model="numpy")
+def _min(a, b):
+    return a if a != a or a <= b else b
+
+
+@njit(f8(f8), cache=True, error_model="numpy")
+def _log(v):
+    return math.log(v) if v > 0.0 else -np.inf if v == 0.0 else np.nan
+
+
+@njit(f8(f8, f8), cache=True, error_model="numpy")
+def _margin(t, s):
+    """The margin m = 1e-9 t + 1e-14 (1 + s) of a point whose curve subtracts s (``_Margins``)."""
+    return 1e-9 * t + 1e-14 * (1.0 + s)
+
+
+# the caps' thresholds at a point (``_Margins``' rules; with a target t, else the EEAI value itself); s is the
+# point's subtracted term e^eps m_X P(S_X > eps) (the lower curve's sub, the upper's xt), m_Y the mass of S_Y
+@njit(f8(f8, f8, f8, f8), cache=True, error_model="numpy")
+def threshold_ylow(floor, t, s, my):
+    """``"Ylow"``: the cap 1 - e^c is skipped at or below max(floor, (t - m) / m_Y)."""
+    return _max(floor, (t - _margin(t, s)) / my) if t == t else floor
+
+
+@njit(f8(f8, f8, f8, f8), cache=True, error_model="numpy")
+def threshold_y(cap, t, s, my):
+    """``"Y"``: the cap e^c is skipped at or above min(cap, (t + 2 m + s) / m_Y)."""
+    return _min(cap, (t + 2.0 * _margin(t, s) + s) / my) if t == t else cap
+
+
+@njit(f8(f8, f8, f8, f8, f8, f8), cache=True, error_model="numpy")
+def threshold_x(log_gx, sy, shift, t, s, my):
+    """``"X"``: the cap c is skipped at or above min(log(g_X + dx), log(max(m_Y sy - t + 2 m, 0)) - shift), shift
+    = eps + l_X."""
+    return _min(log_gx, _log(_max(my * sy - t + 2.0 * _margin(t, s), 0.0)) - shift) if t == t else log_gx
+
+
+@njit(f8(f8, f8, f8), cache=True, error_model="numpy")
+def threshold_hs(u, t, s):
+    """``"hs"``: m_Y e^c is skipped at or above min(u, t + m), u the upper curve with its ``"Y"`` cap."""
+    return _min(u, t + _margin(t, s)) if t == t else u
+
+
+@njit(types.UniTuple(A1, 7)(A1, A1, A1, f8, f8, f8, f8, f8), cache=True, error_model="numpy")
+def eeai_terms(eps, y, x, dy, dx, lmx, t, my):
+    """The EEAI parts of a direction's bounds at each eps, from the order-1 expansions g_Y, g_X of S_Y and S_X (y,
+    x: their (mean, sd, g3, g4, g5)), their uniform bounds dy, dx and the log mass l_X: (floor = max(0, g_Y - dy),
+    log(g_X + dx), sub = e^(eps + l_X) (g_X + dx), cap = min(1, g_Y + dy), xt = e^(eps + l_X) max(g_X - dx, 0), the
+    ``"Ylow"`` cap's threshold max(floor, (t - m) / m_Y) (m for sub), the ``"Y"`` cap's min(cap, (t + 2 m + xt) /
+    m_Y) (m for xt)); the thresholds are floor and cap without a target."""
+    n = eps.size
+    floor, log_gx, sub, cap, xt = np.empty(n), np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    thr_lo, thr_up = np.empty(n), np.empty(n)
+    for i in range(n):
+        e = eps[i]
+        zy, zx = (e - y[0]) / y[1], (e - x[0]) / x[1]
+        ly, sy = signed_log_sf_z(zy, correction(zy, y[2], y[3], y[4], 1))
+        lx, sx = signed_log_sf_z(zx, correction(zx, x[2], x[3], x[4], 1))
+        gy, gx = sy * math.exp(ly), sx * math.exp(lx)
+        floor[i] = _max(0.0, gy - dy)
+        log_gx[i] = _log(gx + dx)
+        sub[i] = math.exp(e + lmx + log_gx[i])
+        cap[i] = _min(1.0, gy + dy)
+        xt[i] = math.exp(e + lmx + _log(_max(gx - dx, 0.0)))
+        thr_lo[i] = threshold_ylow(floor[i], t, sub[i], my)
+        thr_up[i] = threshold_y(cap[i], t, xt[i], my)
+    return floor, log_gx, sub, cap, xt, thr_lo, thr_up
+
+
+@njit(types.UniTuple(A1, 2)(A1, A1, A1, A1, A1, f8, f8, f8), cache=True, error_model="numpy")
+def lower_middle(floor, c_ylow, log_gx, sub, eps, lmx, t, my):
+    """(sy = max(floor, 1 - e^c) with c the ``"Ylow"`` cap (log), the ``"X"`` cap's threshold: log(g_X + dx), or
+    with a target its minimum with log(max(m_Y sy - t + 2 m, 0)) - eps - l_X (m for sub))."""
+    n = eps.size
+    sy, th = np.empty(n), np.empty(n)
+    for i in range(n):
+        sy[i] = _max(floor[i], -math.expm1(c_ylow[i]))
+        th[i] = threshold_x(log_gx[i], sy[i], eps[i] + lmx, t, sub[i], my)
+    return sy, th
+
+
+@njit(A1(A1, A1, A1, A1, f8, f8, f8, f8), cache=True, error_model="numpy")
+def lower_end(sy, c_x, log_gx, eps, lmx, my, sup, a):
+    """The lower curve: m_Y sy - e^(eps + l_X + min(log(g_X + dx), c)) with c the ``"X"`` cap (log), at least 0,
+    0 at and beyond the largest loss ``sup``, plus the mass at +inf a."""
+    n = eps.size
+    lo = np.empty(n)
+    for i in range(n):
+        v = my * sy[i] - math.exp(eps[i] + lmx + _min(log_gx[i], c_x[i]))
+        v = 0.0 if eps[i] >= sup else _max(v, 0.0)
+        lo[i] = v if a == 0.0 else a + v
+    return lo
+
+
+@njit(types.UniTuple(A1, 2)(A1, A1, A1, f8, f8), cache=True, error_model="numpy")
+def upper_middle(cap, c_y, xt, t, my):
+    """(u = m_Y min(cap, e^c) - xt with c the ``"Y"`` cap (log), the ``"hs"`` cap's threshold: u, or with a target
+    min(u, t + m) (m for xt))."""
+    n = cap.size
+    u, kept = np.empty(n), np.empty(n)
+    for i in range(n):
+        u[i] = my * _min(cap[i], math.exp(c_y[i])) - xt[i]
+        kept[i] = threshold_hs(u[i], t, xt[i])
+    return u, kept
+
+
+@njit(A1(A1, A1, A1, types.int64[:], f8, f8, f8), cache=True, error_model="numpy")
+def upper_end(u, c_hs, eps, k, my, sup, a):
+    """The upper curve at every eps: min(u, m_Y e^c, 1) at the points ``k`` (u and the ``"hs"`` cap c given there),
+    0 elsewhere and at and beyond the largest loss ``sup``, at least 0; with the mass at +inf a, min(a + it, 1)."""
+    n = eps.size
+    up = np.zeros(n)
+    for j in range(k.size):
+        up[k[j]] = _min(_min(u[j], my * math.exp(c_hs[j])), 1.0)
+    for i in range(n):
+        v = 0.0 if eps[i] >= sup else _max(up[i], 0.0)
+        up[i] = v if a == 0.0 else _min(a + v, 1.0)
+    return up
 
 
 @njit(types.UniTuple(f8, 2)(f8, f8, f8, f8), cache=True, error_model="numpy")

@@ -164,45 +164,34 @@ class Sequence:
         of ``target`` by more than a margin.  ``x_cap=False``: S_X's Chernoff cap is not asked (the lower curve is
         then at most the one with it: the e^eps m_X P(S_X > eps) it subtracts is not capped)."""
         dy, dx = self.Y.uniform_bound(), self.X.uniform_bound()
-        gy = from_signed(*self.Y.signed_log_sf(eps, 1))
-        gx = from_signed(*self.X.signed_log_sf(eps, 1))
         my, lmx = math.exp(self.log_mass["Y"]), self.log_mass["X"]
-        beyond = eps >= self.sup
-        a = self.inf_mass  # the finite part's delta is >= 0 and at most its mass
+        a, sup = self.inf_mass, float(self.sup)  # the finite part's delta is >= 0 and at most its mass
+        side = _Margins(target, a, my)
+        t = math.nan if side.t is None else side.t
+        flat = np.ascontiguousarray(eps, dtype=float).reshape(-1)
+        # the EEAI values and, with a target, the thresholds below which a cap cannot move a value across it
+        # (``edgeworth_compiled``: NumPy's arithmetic a point at a time; the caps in log space: e^eps times a
+        # Chernoff bound that underflows, e^-8000, must not become 0)
+        floor, log_gx, sub, cap, xt, thr_lo, thr_up = _ec.eeai_terms(flat, self.Y.params, self.X.params, dy, dx,
+                                                                     lmx, t, my)
         lo = up = None
-        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            # in log space: e^eps times a Chernoff bound that underflows (e^-8000) must not become 0
-            if lower:
-                floor = np.maximum(np.zeros_like(eps), gy - dy)
-                log_gx = np.log(gx + dx)
-                side = _Margins(target, a, my, np.exp(eps + lmx + log_gx))
-                sy_lo = np.maximum(floor, -np.expm1(self.chernoff(
-                    "Ylow", eps, lambda c, r: -math.expm1(c) <= _lo(side.lower_y(floor, r)))))
-                # where sy_lo is 0, lo = -e^(...) <= 0 whatever S_X's cap: it is asked only where sy_lo > 0
-                cap_x, need = np.full(eps.shape, np.inf), sy_lo > 0.0
-                if x_cap and need.any():
-                    th = side.lower_x(log_gx, sy_lo, eps + lmx)[need]
-                    cap_x[need] = self.chernoff("X", eps[need], lambda c, r: c >= np.max(th[r]))
-                log_sx_up = np.minimum(log_gx, cap_x)
-                lo = my * sy_lo - np.exp(eps + lmx + log_sx_up)
-                lo = np.where(beyond, 0.0, np.maximum(lo, 0.0))
-                lo = lo if a == 0.0 else a + lo
-            if upper:
-                cap = np.minimum(np.ones_like(eps), gy + dy)
-                xt = np.exp(eps + lmx + np.log(np.maximum(gx - dx, 0.0)))
-                # with a target, the points past the tilted moment bound's ceiling are below it (0 stands for them)
-                k = _Margins(target, a, my, xt).undecided(eps, self.lines())
-                side = _Margins(target, a, my, xt[k])
-                e, cap, xt = eps[k], cap[k], xt[k]
-                sy_up = np.minimum(cap, np.exp(self.chernoff(
-                    "Y", e, lambda c, r: math.exp(c) >= _hi(side.upper_y(cap, r)))))
-                u = my * sy_up - xt
-                kept = side.upper_hs(u)
-                test = (lambda c, r: my * math.exp(c) >= _hi(kept[r])) if my > 0.0 else None
-                up = np.zeros(eps.shape)
-                up[k] = np.minimum(np.minimum(u, my * np.exp(self.chernoff("hs", e, test))), 1.0)
-                up = np.where(beyond, 0.0, np.maximum(up, 0.0))
-                up = up if a == 0.0 else np.minimum(a + up, 1.0)
+        if lower:
+            sy_lo, th = _ec.lower_middle(floor, self.chernoff(
+                "Ylow", flat, lambda c, r: -math.expm1(c) <= _lo(thr_lo[r])), log_gx, sub, flat, lmx, t, my)
+            # where sy_lo is 0, lo = -e^(...) <= 0 whatever S_X's cap: it is asked only where sy_lo > 0
+            cap_x, need = np.full(flat.shape, np.inf), np.nonzero(sy_lo > 0.0)[0]
+            if x_cap and need.size:
+                th = th[need]
+                cap_x[need] = self.chernoff("X", flat[need], lambda c, r: c >= np.max(th[r]))
+            lo = _ec.lower_end(sy_lo, cap_x, log_gx, flat, lmx, my, sup, a).reshape(eps.shape)
+        if upper:
+            # with a target, the points past the tilted moment bound's ceiling are below it (0 stands for them)
+            k = side.undecided(flat, self.lines())
+            e, thr = flat[k], thr_up[k]
+            u, kept = _ec.upper_middle(cap[k], self.chernoff("Y", e, lambda c, r: math.exp(c) >= _hi(thr[r])),
+                                       xt[k], t, my)
+            test = (lambda c, r: my * math.exp(c) >= _hi(kept[r])) if my > 0.0 else None
+            up = _ec.upper_end(u, self.chernoff("hs", e, test), flat, k, my, sup, a).reshape(eps.shape)
         return lo, up
 
     def eps_ceiling(self, delta):
@@ -229,15 +218,13 @@ class _Margins:
 
     and past the tilted moment bound's ceiling (``undecided``) the upper curve is below t whatever its caps.
     Without a target (or t <= 0: the mass at +inf alone reaches it) the thresholds are the EEAI values (the caps
-    are then skipped only where they change nothing)."""
+    are then skipped only where they change nothing).  The thresholds are computed with the curves
+    (``edgeworth_compiled.eeai_terms``, ``lower_middle``, ``upper_middle``); this holds t and m_Y."""
 
-    def __init__(self, target, inf_mass, my, subtracted):
+    def __init__(self, target, inf_mass, my):
         t = None if target is None else target - inf_mass
         self.t = t if t is not None and t > 0.0 else None
         self.my = my
-        if self.t is not None:
-            self.m = 1e-9 * self.t + 1e-14 * (1.0 + subtracted)
-            self.s = subtracted
 
     def undecided(self, eps, lines):
         """The indices of the points not known to be below the target: all of them, or (with a target) those up
@@ -247,25 +234,6 @@ class _Margins:
             return np.arange(eps.size)
         c = lines.ceiling(math.log(self.t / self.my))
         return np.nonzero(~(eps > c + 1e-4 * (1.0 + abs(c))))[0]
-
-    def upper_y(self, cap, r):
-        if self.t is None:
-            return cap[r]
-        return np.minimum(cap[r], (self.t + 2.0 * self.m[r] + self.s[r]) / self.my)
-
-    def upper_hs(self, up):
-        return up if self.t is None else np.minimum(up, self.t + self.m)
-
-    def lower_y(self, floor, r):
-        if self.t is None:
-            return floor[r]
-        return np.maximum(floor[r], (self.t - self.m[r]) / self.my)
-
-    def lower_x(self, log_gx, sy, shift):
-        if self.t is None:
-            return log_gx
-        with np.errstate(divide="ignore"):  # -inf where the lower curve is below t - m whatever the cap
-            return np.minimum(log_gx, np.log(np.maximum(self.my * sy - self.t + 2.0 * self.m, 0.0)) - shift)
 
 
 def _hi(v):

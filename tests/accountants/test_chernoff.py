@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import mechkit as mk
 from mechkit.accountants import chernoff as ch
 from mechkit.accountants import edgeworth as ew
+from mechkit.accountants import edgeworth_compiled as ec
 from mechkit.accountants import edgeworth_sequence as es
 
 NAMES = ("Y", "X", "Ylow", "hs")
@@ -138,24 +139,45 @@ def test_first_rising_finds_the_first_minimiser(n, centre2, curv, guess, inf_fro
     assert len(calls) <= 4 + 2 * math.isqrt(2 * n) + n.bit_length()
 
 
+def _exp(v):
+    try:
+        return math.exp(v)
+    except OverflowError:
+        return math.inf
+
+
+def _ln(v):
+    return math.log(v) if v > 0.0 else -math.inf if v == 0.0 else math.nan
+
+
+def _mx(a, b):  # NumPy's maximum and minimum of two floats (nan propagates)
+    return a if a != a or a >= b else b
+
+
+def _mn(a, b):
+    return a if a != a or a <= b else b
+
+
 def _eager_bounds(s, table, eps):
-    """The EEAI bounds with every Chernoff cap taken at every point (the accountant's former code)."""
+    """The EEAI bounds with every Chernoff cap taken at every point (the accountant's former code), a point at a
+    time in Python's math (the same libm as the compiled bounds: the same floats)."""
     dy, dx = s.Y.uniform_bound(), s.X.uniform_bound()
-    gy = es.from_signed(*s.Y.signed_log_sf(eps, 1))
-    gx = es.from_signed(*s.X.signed_log_sf(eps, 1))
-    sy_up = np.minimum.reduce([np.ones_like(eps), gy + dy, np.exp(_eager(table, "Y", eps))])
-    sy_lo = np.maximum.reduce([np.zeros_like(eps), gy - dy, -np.expm1(_eager(table, "Ylow", eps))])
-    sx_lo = np.maximum(gx - dx, 0.0)
-    my, lmx = math.exp(s.log_mass["Y"]), s.log_mass["X"]
-    with np.errstate(divide="ignore", over="ignore"):
-        log_sx_up = np.minimum(np.log(gx + dx), _eager(table, "X", eps))
-        up = my * sy_up - np.exp(eps + lmx + np.log(sx_lo))
-        lo = my * sy_lo - np.exp(eps + lmx + log_sx_up)
-    up = np.minimum.reduce([up, my * np.exp(_eager(table, "hs", eps)), np.ones_like(eps)])
-    beyond = eps >= s.sup
-    a = s.inf_mass
-    lo, up = np.where(beyond, 0.0, np.maximum(lo, 0.0)), np.where(beyond, 0.0, np.maximum(up, 0.0))
-    return (lo, up) if a == 0.0 else (a + lo, np.minimum(a + up, 1.0))
+    ly, sy = s.Y.signed_log_sf(eps, 1)
+    lx, sx = s.X.signed_log_sf(eps, 1)
+    caps = {name: _eager(table, name, eps) for name in NAMES}
+    my, lmx, a = math.exp(s.log_mass["Y"]), s.log_mass["X"], s.inf_mass
+    lo, up = np.empty(eps.size), np.empty(eps.size)
+    for i, e in enumerate(eps.tolist()):
+        gy, gx = float(sy[i]) * _exp(float(ly[i])), float(sx[i]) * _exp(float(lx[i]))
+        sy_up = _mn(_mn(1.0, gy + dy), _exp(float(caps["Y"][i])))
+        c = float(caps["Ylow"][i])
+        sy_lo = _mx(_mx(0.0, gy - dy), -math.expm1(c))  # c <= 0: the caps are capped at 0
+        u = my * sy_up - _exp(e + lmx + _ln(_mx(gx - dx, 0.0)))
+        v = my * sy_lo - _exp(e + lmx + _mn(_ln(gx + dx), float(caps["X"][i])))
+        u = _mn(_mn(u, my * _exp(float(caps["hs"][i]))), 1.0)
+        v, u = (0.0, 0.0) if e >= s.sup else (_mx(v, 0.0), _mx(u, 0.0))
+        lo[i], up[i] = (v, u) if a == 0.0 else (a + v, _mn(a + u, 1.0))
+    return lo, up
 
 
 @settings(max_examples=3 * settings.default.max_examples)
@@ -293,29 +315,38 @@ _ULPS = st.integers(-4, 4)
 @given(st.floats(1e-3, 1.0), st.floats(1e-300, 0.9), st.one_of(st.just(0.0), st.floats(1e-300, 1e3)),
        st.floats(1e-6, 1.0), st.floats(0.0, 1.0), _ULPS, st.floats(-1e-3, 1e-3))
 def test_a_cap_skipped_for_a_target_leaves_the_value_on_its_side(my, t, s, cap, sy, ulps, rel):
-    # ``_Margins``' thresholds in floating point: a cap value c at (a few ulps, or a relative 1e-3, beside) the
-    # threshold, skipped by the test ``bounds`` applies, leaves the value the cap would give on the same side of
-    # t with the margin m (Y: >= t + m; Ylow and X: <= t - m) wherever the cap would have changed it
-    side = es._Margins(t, 0.0, my, np.array([s]))
-    m = float(side.m[0])
-    r = np.array([0])
+    # the caps' thresholds in floating point (``edgeworth_compiled.threshold_*``, ``_Margins``' rules): a cap value c
+    # at (a few ulps, or a relative 1e-3, beside) the threshold, skipped by the test ``bounds`` applies, leaves the
+    # value the cap would give on the same side of t with the margin m (Y: >= t + m; Ylow and X: <= t - m; hs: the
+    # min stays >= t + m) wherever the cap would have changed it
+    m = 1e-9 * t + 1e-14 * (1.0 + s)
 
     def near(v):
         return float(v) * (1.0 + rel) * (1.0 + ulps * 2.0 ** -52)
 
-    ec = near(side.upper_y(np.array([cap]), r)[0])  # Y: e^c
-    if math.exp(math.log(ec)) >= es._hi(side.upper_y(np.array([cap]), r)) and math.exp(math.log(ec)) < cap:
-        assert my * math.exp(math.log(ec)) - s >= t + m
-    floor = np.array([sy * 0.5])
-    one_minus = near(side.lower_y(floor, r)[0])  # Ylow: 1 - e^c
-    if one_minus <= es._lo(side.lower_y(floor, r)) and one_minus > floor[0]:
+    thr = ec.threshold_y(cap, t, s, my)
+    e_c = near(thr)  # Y: e^c
+    if math.exp(math.log(e_c)) >= es._hi(np.array([thr])) and math.exp(math.log(e_c)) < cap:
+        assert my * math.exp(math.log(e_c)) - s >= t + m
+    floor = sy * 0.5
+    thr = ec.threshold_ylow(floor, t, s, my)
+    one_minus = near(thr)  # Ylow: 1 - e^c
+    if one_minus <= es._lo(np.array([thr])) and one_minus > floor:
         assert my * one_minus <= t - m
     shift = math.log(1.0 + s)  # X: eps + l_X, with log gx above the threshold
-    lg = np.array([5.0])
-    th = float(side.lower_x(lg, np.array([sy]), np.array([shift]))[0])
+    th = ec.threshold_x(5.0, sy, shift, t, s, my)
     c = near(th) if math.isfinite(th) else -math.inf
-    if c >= th and c < lg[0]:
+    if c >= th and c < 5.0:
         assert my * sy - math.exp(shift + c) <= t - m
+    u = my * cap - s  # hs: the upper curve with its Y cap, and m_Y e^c beside its threshold
+    thr = ec.threshold_hs(u, t, s)
+    if u >= t + m:
+        v = near(thr)
+        if v >= es._hi(np.array([thr])):
+            assert min(u, v) >= t + m
+    # without a target the thresholds are the EEAI values themselves
+    assert (ec.threshold_y(cap, math.nan, s, my), ec.threshold_ylow(floor, math.nan, s, my),
+            ec.threshold_x(5.0, sy, shift, math.nan, s, my), ec.threshold_hs(u, math.nan, s)) == (cap, floor, 5.0, u)
 
 
 @settings(max_examples=5 * settings.default.max_examples)  # cheap arithmetic
