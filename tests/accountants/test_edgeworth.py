@@ -251,10 +251,11 @@ def test_first_drop_is_the_whole_lower_curves(q, sigma, k, logd, lap):
     grid = np.concatenate((np.linspace(0.0, hi, 401), [hi * 1.5 + 1.0]))
     whole = np.nonzero(ew._bound_curves(seqs, grid, upper=False, target=d)[0] <= d)[0]
     want = int(whole[0]) if whole.size else None
-    rough = np.nonzero(ew._bound_curves(seqs, grid, upper=False, target=d, x_cap=False)[0] <= d)[0]
+    capless = ew._bound_curves(seqs, grid, upper=False, target=d, x_cap=False)[0]
+    rough = np.nonzero(capless <= d)[0]
     event("lower bound 0" if want == 0 else "no drop" if want is None else
           "a drop, S_X's cap lifting the capless curve's first" if rough[0] != want else "a drop")
-    assert ew._first_drop(seqs, grid, d) == want
+    assert ew._first_drop(seqs, grid, d, capless) == want
 
 
 def test_tilted_expansion_from_passes_is_the_cgf_quadratures():
