@@ -237,8 +237,7 @@ def _first_drop(seqs, grid, d, capless):
     curve without S_X's cap on the whole grid (it is below the curve: where it is > d the curve is too): the curve
     itself only at the points where that one is <= d, in order, in chunks of 1, 4, 16, ...: the cap's searches (each
     a CGF value a mechanism and tilt) are asked near the drop only, where the first such point usually is the one.
-    The same index as the whole curve's (each point's side of d is exact in target mode); 0 where the curve is <= d
-    at 0 (then the lower bound is 0)."""
+    The same index as the whole curve's (each point's side of d is exact in target mode)."""
     cand = np.nonzero(capless <= d)[0]
     start, size = 0, 1
     while start < cand.size:
@@ -260,9 +259,13 @@ def _plain_epsilon(items, d, order):
     grid = np.concatenate((np.linspace(0.0, hi, 401), [hi * 1.5 + 1.0]))
     past = hi + 1e-4 * (1.0 + hi) if finite else grid[-1]
     est = _estimate(seqs, grid, order)
-    # the bounds' sides of d only (``Sequence.bounds``' target); the lower curve first without S_X's cap
-    capless, up = _bound_curves(seqs, grid, target=d, x_cap=False)
-    first = _first_drop(seqs, grid, d, capless)
+    # the bounds' sides of d only (``Sequence.bounds``' target): the lower curve at 0 first (where it is <= d there,
+    # the lower bound is 0), then on the grid without S_X's cap, with the upper curve
+    if _bound_curves(seqs, grid[:1], upper=False, target=d)[0][0] <= d:
+        first, up = 0, _bound_curves(seqs, grid, lower=False, target=d)[1]
+    else:
+        capless, up = _bound_curves(seqs, grid, target=d, x_cap=False)
+        first = _first_drop(seqs, grid, d, capless)
 
     def one(which):
         return lambda e: float(_bound_curves(seqs, np.array([e]), which == 1, which == 2)[which - 1][0])
