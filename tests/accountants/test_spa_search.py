@@ -90,21 +90,29 @@ def test_an_exact_search_creeping_to_its_root_takes_the_secant(monkeypatch):
     assert (e.lower, e.upper) == (f.lower, f.upper)
 
 
+def _with_and_without(monkeypatch, make, plain):
+    """(exact evaluations of a fresh ``make()``'s epsilon(1e-5), the same with ``plain(orig, dirn, target, u,
+    want_lower, want_upper)`` in place of the accountant's ``certified_bounds``, the two answers)."""
+    from mechkit.accountants.spa import accountant as spa_accountant
+    calls = _count_exact(monkeypatch)
+    e = make().epsilon(1e-5, method="spa")
+    fast = len(calls)
+    orig = spa_accountant.certified_bounds
+    monkeypatch.setattr(spa_accountant, "certified_bounds",
+                        lambda d, t, u, lo=True, up=True, floor=-math.inf: plain(orig, d, t, u, lo, up))
+    calls.clear()
+    spa_model._DIRECTIONS.clear()
+    f = make().epsilon(1e-5, method="spa")
+    return fast, len(calls), e, f
+
+
 def test_bounds_searched_for_a_lower_bound_only_locate_no_upper_tilt(monkeypatch):
     # sigma 0.5, q 0.001, k 100: the add direction is certified below the leader's estimate, and its bounds are
     # searched only for a lower bound (the leader's is 0); the upper bound's own tilt, located where no positive
     # lower bound is found, would not be used: the same answer in fewer passes
-    from mechkit.accountants.spa import accountant as spa_accountant
-    calls = _count_exact(monkeypatch)
-    e = mk.compose((sg(0.5, 0.001), 100)).epsilon(1e-5, method="spa")
-    fast = len(calls)
-    orig = spa_accountant.certified_bounds
-    monkeypatch.setattr(spa_accountant, "certified_bounds",
-                        lambda d, t, u, lo=True, up=True, floor=-math.inf: orig(d, t, u, lo))
-    calls.clear()
-    spa_model._DIRECTIONS.clear()
-    f = mk.compose((sg(0.5, 0.001), 100)).epsilon(1e-5, method="spa")
-    assert fast < len(calls)
+    fast, slow, e, f = _with_and_without(monkeypatch, lambda: mk.compose((sg(0.5, 0.001), 100)),
+                                         lambda orig, d, t, u, lo, up: orig(d, t, u, lo))
+    assert fast < slow
     assert (e.value, e.lower, e.upper) == (f.value, f.lower, f.upper)
 
 
@@ -112,17 +120,9 @@ def test_no_lower_bound_searched_for_a_direction_whose_upper_bound_is_below_the_
     # sigma 0.5, q 0.1, k 1000: the leader's lower bound (97.4) is far below its estimate (126.2), so the add
     # direction's bounds are searched for a better one; but its upper bound at its anchor (53.9) is below 97.4, and
     # its lower bound is at most its epsilon: searching it (12 passes) cannot change the answer
-    from mechkit.accountants.spa import accountant as spa_accountant
-    calls = _count_exact(monkeypatch)
-    e = mk.compose((sg(0.5, 0.1), 1000)).epsilon(1e-5, method="spa")
-    fast = len(calls)
-    orig = spa_accountant.certified_bounds
-    monkeypatch.setattr(spa_accountant, "certified_bounds",
-                        lambda d, t, u, lo=True, up=True, floor=-math.inf: orig(d, t, u, lo, up))
-    calls.clear()
-    spa_model._DIRECTIONS.clear()
-    f = mk.compose((sg(0.5, 0.1), 1000)).epsilon(1e-5, method="spa")
-    assert fast + 3 <= len(calls)
+    fast, slow, e, f = _with_and_without(monkeypatch, lambda: mk.compose((sg(0.5, 0.1), 1000)),
+                                         lambda orig, d, t, u, lo, up: orig(d, t, u, lo, up))
+    assert fast + 3 <= slow
     assert (e.value, e.lower, e.upper) == (f.value, f.lower, f.upper)
 
 
