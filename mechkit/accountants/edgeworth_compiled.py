@@ -60,17 +60,6 @@ def signed_log_sf_z(z, h):
     return (-np.inf, 0.0) if val == 0.0 else (np.nan, np.nan)
 
 
-@njit(types.UniTuple(A1, 2)(A1, f8, f8, f8, f8, f8, _I8), cache=True, error_model="numpy")
-def side_log_sf(x, mean, sd, g3, g4, g5, order):
-    """(log |sf|, sign) at each x of the order-``order`` expansion of a sum of mean ``mean``, standard deviation
-    ``sd`` and standardised cumulants g3, g4, g5."""
-    logmag, sign = np.empty(x.size), np.empty(x.size)
-    for i in range(x.size):
-        z = (x[i] - mean) / sd
-        logmag[i], sign[i] = signed_log_sf_z(z, correction(z, g3, g4, g5, order))
-    return logmag, sign
-
-
 # --- the EEAI bounds of a direction around their Chernoff caps (``edgeworth_sequence.Sequence.bounds``) ---------
 # NumPy's semantics, one point at a time: nan propagates through max and min, log(0) = -inf, log(< 0) = nan.
 # ``t``: the target delta less the mass at +inf, nan where there is none (then the thresholds are the EEAI values).

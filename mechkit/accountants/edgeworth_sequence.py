@@ -79,12 +79,6 @@ class Side:
         self.inputs = {"n": m, "K3": k3, "K3_tilde": k3t, "K4": k4, "lambda3": lam3}
         return m, k3 * (1 + BOUND_SLACK_REL), k3t * (1 + BOUND_SLACK_REL), k4 * (1 + BOUND_SLACK_REL), lam3
 
-    def signed_log_sf(self, x, order):
-        """(log |sf|, sign) of the order-``order`` expansion's survival function at each x (``edgeworth_compiled``)."""
-        x = np.asarray(x, float)
-        lm, sg = _ec.side_log_sf(np.ascontiguousarray(x).reshape(-1), *self.params, order)
-        return lm.reshape(x.shape), sg.reshape(x.shape)
-
 
 def _uniform_bounds(sides):
     """Each side's ``uniform_bound``, in one pass (``edgeworth_bounds``): the sides of one composition, whose sums

@@ -165,17 +165,24 @@ def _mn(a, b):
 _SAME_LIBM = pytest.mark.skipif(numba_config.USING_SVML, reason="Numba's SVML rounds exp and log unlike libm")
 
 
+def _sf(side, x):
+    """The order-1 expansion's survival function of a side at x (the compiled expansion, tested against mpmath in
+    test_edgeworth)."""
+    mean, sd, g3, g4, g5 = side.params.tolist()
+    z = (x - mean) / sd
+    log_mag, sign = ec.signed_log_sf_z(z, ec.correction(z, g3, g4, g5, 1))
+    return sign * _exp(log_mag)
+
+
 def _eager_bounds(s, table, eps):
     """The EEAI bounds with every Chernoff cap taken at every point (the accountant's former code), a point at a
     time in Python's math (the same libm as the compiled bounds: the same floats)."""
     dy, dx = s.Y.uniform_bound(), s.X.uniform_bound()
-    ly, sy = s.Y.signed_log_sf(eps, 1)
-    lx, sx = s.X.signed_log_sf(eps, 1)
     caps = {name: _eager(table, name, eps) for name in NAMES}
     my, lmx, a = math.exp(s.log_mass["Y"]), s.log_mass["X"], s.inf_mass
     lo, up = np.empty(eps.size), np.empty(eps.size)
     for i, e in enumerate(eps.tolist()):
-        gy, gx = float(sy[i]) * _exp(float(ly[i])), float(sx[i]) * _exp(float(lx[i]))
+        gy, gx = (_sf(side, e) for side in (s.Y, s.X))
         sy_up = _mn(_mn(1.0, gy + dy), _exp(float(caps["Y"][i])))
         c = float(caps["Ylow"][i])
         sy_lo = _mx(_mx(0.0, gy - dy), -math.expm1(c))  # c <= 0: the caps are capped at 0
