@@ -86,20 +86,27 @@ def _upper(lib, comps, knob, q=F.Q):
 COARSER_UP_TO = 64.0
 
 
+def _attempt(lib, comps, knob, q, ref, tried):
+    """The upper bound's excess over ``ref`` at ``knob`` (None where the library refuses or fails: MemoryError, or
+    mechkit's refusal of a grid above its memory_limit); the attempt appended to ``tried``."""
+    t = time.perf_counter()
+    try:
+        up = _upper(lib, comps, knob, q)
+    except Exception as exc:  # noqa: BLE001 -- every outcome is a record
+        tried.append({"knob": knob, "error": f"{type(exc).__name__}: {exc}"[:300]})
+        return None
+    tried.append({"knob": knob, "upper": up, "excess": up - ref, "s": time.perf_counter() - t})
+    return up - ref
+
+
 def _coarsest(lib, comps, knob, q, ref, tau, tried):
     """The coarsest knob from ``knob`` up by sqrt(2) (at most COARSER_UP_TO x) whose upper bound is still within
     tau of ``ref`` (the walk stops at the first that is not, or that fails); each attempt appended to ``tried``."""
     best = knob
     for i in range(1, int(round(2 * math.log2(COARSER_UP_TO))) + 1):
         k = knob * math.sqrt(2) ** i
-        t = time.perf_counter()
-        try:
-            up = _upper(lib, comps, k, q)
-        except Exception as exc:  # noqa: BLE001 -- a refusal ends the walk
-            tried.append({"knob": k, "error": f"{type(exc).__name__}: {exc}"[:300]})
-            break
-        tried.append({"knob": k, "upper": up, "excess": up - ref, "s": time.perf_counter() - t})
-        if not up - ref <= tau:
+        excess = _attempt(lib, comps, k, q, ref, tried)
+        if excess is None or not excess <= tau:
             break
         best = k
     return best
@@ -134,14 +141,10 @@ def worker(lib, payload_json):
             for knob in KNOBS[lib](tau):
                 if time.perf_counter() - start > SEARCH_S:
                     break
-                t = time.perf_counter()
-                try:
-                    up = _upper(lib, comps, knob, case.get("q", F.Q))
-                except Exception as exc:  # MemoryError, or mechkit's refusal of a grid above its memory_limit
-                    tried.append({"knob": knob, "error": f"{type(exc).__name__}: {exc}"[:300]})
+                excess = _attempt(lib, comps, knob, case.get("q", F.Q), ref, tried)
+                if excess is None:
                     break
-                tried.append({"knob": knob, "upper": up, "excess": up - ref, "s": time.perf_counter() - t})
-                if up - ref <= tau:
+                if excess <= tau:
                     if len(tried) == 1:  # the ladder's first value met tau: the cheapest may be coarser still
                         knob = _coarsest(lib, comps, knob, case.get("q", F.Q), ref, tau, tried)
                     up, rec = F.measure(lambda: _upper(lib, comps, knob, case.get("q", F.Q)))
