@@ -76,8 +76,14 @@ def regime_cases():
             for s, q, k in REGIMES]
 
 
+#: mechkit's ``memory_limit`` here (its default is 1 GiB): the peers have no such guard and run under the workers'
+#: ADDRESS_SPACE alone, which bounds mechkit's grids too
+MECHKIT_MEMORY = 2 << 30
+
+
 def _upper(lib, comps, knob, q=F.Q):
-    cfg = {"q": q, "delta": F.DELTA, "eps_error": knob, "delta_error": 1e-8, "dp_interval": knob}
+    cfg = {"q": q, "delta": F.DELTA, "eps_error": knob, "delta_error": 1e-8, "dp_interval": knob,
+           "memory_limit": MECHKIT_MEMORY}
     if lib == "mechkit":
         return F.run_mechkit(comps, cfg)["upper"]
     if lib == "prv":
