@@ -5,8 +5,8 @@ reference"), in its own script: each library's knob is searched for the cheapest
 epsilon(delta) lies within tau of the reference, and that setting is timed (``fft.measure``: fresh objects, best of
 3 for calls under 1 s) in a fresh worker process per (library, case, tau).
 
-  mechkit  ``epsilon(delta, method="fft", eps_error=e)`` (connect the dots, the default variant); e from 3 tau down
-           by sqrt(2); its upper bound is certified.
+  mechkit  ``epsilon(delta, method="fft", eps_error=e, memory_limit=2 GiB)`` (connect the dots, the default
+           variant; ``MECHKIT_MEMORY``); e from 3 tau down by sqrt(2); its upper bound is certified.
   dp       dp_accounting's pessimistic PLD (connect the dots), ``value_discretization_interval`` from 2e-3 down by
            sqrt(2); its pessimistic epsilon is an upper bound (up to its own truncation of tails).
   prv      prv_accountant's ``compute_epsilon`` upper bound, eps_error from tau down by sqrt(2) (delta_error 1e-8);
