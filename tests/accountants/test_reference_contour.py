@@ -223,9 +223,10 @@ def test_random_heterogeneous_mixtures_hold_the_contour_truth(case):
     # Gaussian, Laplace and Poisson-subsampled ones: each certified interval holds epsilon(delta) of the independent
     # contour integral of both directions (tests/references/contour_mix.py, ~1e-9 relative: the interval is widened
     # by that); the FFT's is narrower than 10 eps_error + 0.5% of epsilon, so that a vacuous interval cannot pass
-    # (each bound is within eps_error of the estimate, and delta_error widens it by the curve's slope over it, which
-    # is flat at large epsilon: 0.1005 at epsilon 50, 0.2002 at 187 and 0.359 at 155 (the PRV variant's answer, the
-    # same at eps_error 0.005), delta 1e-9, eps_error 0.02)
+    # (each bound is within eps_error of the estimate, and the rounding and tail allowances widen it by the curve's
+    # slope over them, flat at large epsilon and tiny delta: 0.1005 at epsilon 50, 0.2002 at 187 and 0.359 at 155,
+    # delta 1e-9, eps_error 0.02; at 155 the FFT's rounding allowance of 2.4 million points, 7.5e-11, is 7.5% of
+    # delta, and the interval is as wide at eps_error 0.005)
     from tests.references import contour_mix as C
     parts, d = case
     ref = C.Composition(*[(_reference_part(n, a), k) for n, a, k in parts])
