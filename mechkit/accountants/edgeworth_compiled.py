@@ -12,6 +12,7 @@ import numpy as np
 from numba import njit, types
 
 from ..engine.kernels import A1, f8
+from ..engine.scalars import safe_log
 from .spa.compiled import log_mills
 
 LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -61,7 +62,8 @@ def signed_log_sf_z(z, h):
 
 
 # --- the EEAI bounds of a direction around their Chernoff caps (``edgeworth_sequence.Sequence.bounds``) ---------
-# NumPy's semantics, one point at a time: nan propagates through max and min, log(0) = -inf, log(< 0) = nan.
+# NumPy's semantics, one point at a time: nan propagates through max and min, log(0) = -inf, log(< 0) = nan
+# (``engine.scalars.safe_log``).
 # ``t``: the target delta less the mass at +inf, nan where there is none (then the thresholds are the EEAI values).
 @njit(f8(f8, f8), cache=True, error_model="numpy")
 def _max(a, b):
@@ -71,11 +73,6 @@ def _max(a, b):
 @njit(f8(f8, f8), cache=True, error_model="numpy")
 def _min(a, b):
     return a if a != a or a <= b else b
-
-
-@njit(f8(f8), cache=True, error_model="numpy")
-def _log(v):
-    return math.log(v) if v > 0.0 else -np.inf if v == 0.0 else np.nan
 
 
 @njit(f8(f8, f8), cache=True, error_model="numpy")
@@ -102,7 +99,7 @@ def threshold_y(cap, t, s, my):
 def threshold_x(log_gx, sy, shift, t, s, my):
     """``"X"``: the cap c is skipped at or above min(log(g_X + dx), log(max(m_Y sy - t + 2 m, 0)) - shift), shift
     = eps + l_X."""
-    return _min(log_gx, _log(_max(my * sy - t + 2.0 * _margin(t, s), 0.0)) - shift) if t == t else log_gx
+    return _min(log_gx, safe_log(_max(my * sy - t + 2.0 * _margin(t, s), 0.0)) - shift) if t == t else log_gx
 
 
 @njit(f8(f8, f8, f8), cache=True, error_model="numpy")
@@ -128,10 +125,10 @@ def eeai_terms(eps, y, x, dy, dx, lmx, t, my):
         lx, sx = signed_log_sf_z(zx, correction(zx, x[2], x[3], x[4], 1))
         gy, gx = sy * math.exp(ly), sx * math.exp(lx)
         floor[i] = _max(0.0, gy - dy)
-        log_gx[i] = _log(gx + dx)
+        log_gx[i] = safe_log(gx + dx)
         sub[i] = math.exp(e + lmx + log_gx[i])
         cap[i] = _min(1.0, gy + dy)
-        xt[i] = math.exp(e + lmx + _log(_max(gx - dx, 0.0)))
+        xt[i] = math.exp(e + lmx + safe_log(_max(gx - dx, 0.0)))
         thr_lo[i] = threshold_ylow(floor[i], t, sub[i], my)
         thr_up[i] = threshold_y(cap[i], t, xt[i], my)
     return floor, log_gx, sub, cap, xt, thr_lo, thr_up
