@@ -67,9 +67,9 @@ class PLRV:
         """P(Z <= v) (want_lower) or P(Z > v), or its log (not ``prob``), each point computed from one side.
 
         Below ``split`` (default: the median) P(Z <= v) is evaluated, at and above it P(Z > v), each summed from
-        positive parts; the other side is its complement: each point costs one evaluation of a side whose probability
-        is at most about 1/2, so neither tail loses accuracy.  In loss space (Z = sign L) this is the core's split at
-        sign * split; for Z = -L, {Z <= v} = {L >= -v}, so the atom at the point goes to the core's upper side."""
+        positive parts; the other side is its complement: each point evaluates a side of probability at most about
+        1/2: no log loses accuracy (``cdf``, ``sf``: split +-inf, no median search; a probability is as accurate
+        summed).  In loss space (Z = sign L) the core's split is at sign * split; Z = -L: {Z <= v} = {L >= -v}."""
         split = self._median() if split is None else split
         pos = self._sign > 0
         return self._core.tails(self._m, v if pos else -v, self._sign * split, pos, want_lower != pos, prob)
@@ -163,7 +163,7 @@ class PLRV:
         return self._out(self._tails(self._s(s), True, False), s)
 
     def sf(self, s: float | ArrayLike) -> float | np.ndarray:
-        """P(Z > s).
+        """P(Z > s), summed directly from positive parts at every s (no complement, no median: ``_tails``).
 
         Parameters
         ----------
@@ -173,10 +173,10 @@ class PLRV:
         -------
         A float for a scalar ``s``, else an array.
         """
-        return self._out(self._tails(self._s(s), False, True), s)
+        return self._out(self._tails(self._s(s), False, True, -np.inf), s)
 
     def cdf(self, s: float | ArrayLike) -> float | np.ndarray:
-        """P(Z <= s).
+        """P(Z <= s), summed directly from positive parts at every s (as ``sf``).
 
         Parameters
         ----------
@@ -186,7 +186,7 @@ class PLRV:
         -------
         A float for a scalar ``s``, else an array.
         """
-        return self._out(self._tails(self._s(s), True, True), s)
+        return self._out(self._tails(self._s(s), True, True, np.inf), s)
 
     def pdf(self, s: float | ArrayLike) -> float | np.ndarray:
         """Density of the continuous part (atoms excluded).
