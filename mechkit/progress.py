@@ -34,6 +34,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 
@@ -279,16 +280,54 @@ def _after_fork():
 os.register_at_fork(after_in_child=_after_fork)
 
 
+#: where ``/proc/loadavg`` counts another task running, it is read again this many times, RECHECK_S seconds apart,
+#: and the smallest count taken: one read saw a transient task before 8% of the sustained loop's queries
+#: (``benchmarks/threads.py``), three reads 0.2 ms apart none in 200
+RECHECKS, RECHECK_S = 2, 2e-4
+
+
+def _others_running(line):
+    """How many tasks other than the reading thread were running or runnable at the moment ``/proc/loadavg`` was
+    read (its fourth field, "running/total", counts the reader itself), or None where ``line`` does not say."""
+    try:
+        return max(int(line.split()[3].split("/")[0]) - 1, 0)
+    except (IndexError, ValueError):
+        return None
+
+
+def _read_loadavg():
+    try:
+        with open("/proc/loadavg") as f:
+            return f.read()
+    except OSError:   # not Linux
+        return ""
+
+
 def _spare_core():
-    """Whether a second core is likely idle: two or more cores and a 1-minute load average below their number less a
-    half (the load counts this process's own running thread: alone on two cores it is about 1; with the other core
-    busy, two threads are slower than one after the other: docs/performance.md)."""
+    """Whether a second core is likely idle: two or more cores, and at most cores - 2 other tasks running or
+    runnable right now (``/proc/loadavg``'s instantaneous count, where Linux gives one); elsewhere a 1-minute load
+    average below the cores less a half (it counts this process's own running thread: alone on two cores it is
+    about 1).  The instantaneous count is the better signal: the 1-minute average lags by a minute both ways, so a
+    loop of threaded compositions raised it to 1.5 by itself and then ran one thread at a time on an idle machine,
+    and a competing process that had just started was not seen (docs/performance.md: two threads are slower than
+    one after the other where the other core is busy)."""
     cores = os.cpu_count() or 1
+    if cores < 2:
+        return False
+    others = _others_running(_read_loadavg())
+    if others is not None:
+        for _ in range(RECHECKS):   # a task running for a moment (a kernel thread, one of ours ending) is no competitor
+            if others <= cores - 2:
+                break
+            time.sleep(RECHECK_S)
+            again = _others_running(_read_loadavg())
+            others = others if again is None else min(others, again)
+        return others <= cores - 2
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):   # no load average on this system
         load = 0.0
-    return cores >= 2 and load < cores - 0.5
+    return load < cores - 0.5
 
 
 def threaded(fn: Callable[[Hashable], object], keys: Sequence[Hashable]) -> dict:

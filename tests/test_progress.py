@@ -192,6 +192,50 @@ def _threaded_in_a_forked_child():
     return progress.threaded(lambda k: k * 2, [1, 2, 3])
 
 
+def test_spare_core_counts_the_tasks_running_now(monkeypatch):
+    """A second core is spare where no other task is running right now (``/proc/loadavg``'s instantaneous count,
+    which counts the reader itself), whatever the lagging 1-minute average says; without that count, the average."""
+    assert progress._others_running("0.60 0.85 0.99 1/79 14819") == 0
+    assert progress._others_running("1.93 1.60 1.20 3/80 14820") == 2
+    assert progress._others_running("") is None and progress._others_running("1.0 1.0 1.0 x/80 1") is None
+    cases = [  # (cores, /proc/loadavg, 1-minute average, spare)
+        (2, "1.90 1.50 1.00 1/80 1", 1.9, True),    # our own loop's threads left the average at 1.9: idle now
+        (2, "0.20 0.20 0.20 2/80 1", 0.2, False),   # a competitor that has just started: busy now
+        (4, "0.20 0.20 0.20 3/80 1", 0.2, True),    # two others leave two of four cores
+        (4, "0.20 0.20 0.20 4/80 1", 0.2, False),
+        (2, "", 1.2, True),                         # no /proc: the 1-minute average below the cores less a half
+        (2, "", 1.6, False),
+        (1, "0.00 0.00 0.00 1/80 1", 0.0, False),   # one core
+    ]
+    for cores, line, load, spare in cases:
+        monkeypatch.setattr(os, "cpu_count", lambda c=cores: c)
+        monkeypatch.setattr(progress, "_read_loadavg", lambda s=line: s)
+        monkeypatch.setattr(os, "getloadavg", lambda v=load: (v, v, v))
+        assert progress._spare_core() is spare, (cores, line, load)
+    # a task seen running at the first read and gone at the next is transient; one running at every read is not
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    for reads, spare in ((["2/80", "1/80"], True), (["2/80", "3/80", "1/80"], True), (["2/80"] * 3, False)):
+        lines = iter(f"0.50 0.50 0.50 {r} 1" for r in reads)
+        monkeypatch.setattr(progress, "_read_loadavg", lambda: next(lines))
+        assert progress._spare_core() is spare, reads
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/loadavg"), reason="Linux's /proc/loadavg")
+def test_a_busy_process_is_seen_at_once():
+    """The instantaneous count sees a process that has been spinning for a fraction of a second (the 1-minute
+    average barely moves in that time)."""
+    import subprocess
+    import sys
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        seen = [progress._others_running(progress._read_loadavg()) for _ in range(20)]
+    finally:
+        spin.kill()
+        spin.wait()
+    assert max(seen) >= 1, seen
+
+
 def test_threaded_runs_every_key_with_the_callers_setting_and_raises_the_first_error(monkeypatch):
     seen = {}
     monkeypatch.setattr(progress, "_spare_core", lambda: False)   # a busy machine: one after the other, same answers
