@@ -30,11 +30,6 @@ from _common import arg_parser, versions
 WINDOW_S = 15.0
 
 
-def _old_rule():
-    cores = os.cpu_count() or 1
-    return cores >= 2 and os.getloadavg()[0] < cores - 0.5
-
-
 def _loop(mk, progress, seconds):
     """Rows of (window start s, queries, median s, share threaded, load average, share the old rule threads)."""
     items = [(mk.subsample(mk.gaussian(sigma=0.8 + 0.4 * i / 9), 0.01), 1000) for i in range(10)]
@@ -43,7 +38,8 @@ def _loop(mk, progress, seconds):
 
     def spy():
         now = rule()
-        seen.append((now, _old_rule()))
+        cores = os.cpu_count() or 1
+        seen.append((now, cores >= 2 and progress._load_average_spare(cores)))   # the old rule, not applied
         return now
     progress._spare_core = spy
     rows, start = [], time.monotonic()

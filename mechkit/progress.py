@@ -323,6 +323,12 @@ def _spare_core():
             again = _others_running(_read_loadavg())
             others = others if again is None else min(others, again)
         return others <= cores - 2
+    return _load_average_spare(cores)
+
+
+def _load_average_spare(cores):
+    """``_spare_core``'s rule where there is no instantaneous count: the 1-minute load average below the cores less
+    a half."""
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):   # no load average on this system
